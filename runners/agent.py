@@ -1,0 +1,93 @@
+"""The agent's side of a decision-revalidation execution: decide, park, resume, release.
+
+An agent reads the workload's fields, records its premises, dependencies and
+intent as an :class:`~vocabulary.AgentTransaction`, waits (tool, approval,
+pause), and finally asks a mechanism to validate before releasing the effect
+with the returned tokens (ATR paper §3, "Validation pipeline" and "Effect
+binding").  A checkpoint is plain JSON: what the durable cells persist to
+SQLite and what schedule s6 round-trips in memory.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from time import perf_counter_ns
+from typing import Any
+
+from scenarios.workload import Workload
+from vocabulary import RELEASING, AgentTransaction, Outcome, Store, object_of, reverse_index
+
+#: A commit refused this many times in a row ends fail-closed (BLOCK).
+MAX_COMMIT_ATTEMPTS = 4
+
+
+def decide(workload: Workload, store: Store, dependencies: dict | None = None) -> AgentTransaction:
+    """Read the workload's fields and record the agent transaction.
+
+    ``dependencies`` defaults to the complete reverse index of the premises;
+    the omission fault and conservative linking pass their own.
+    """
+    reads, observed = {}, {}
+    for ref in workload.reads:
+        observed[ref], reads[ref] = store.read(ref)
+    objects = {object_of(ref): store.version(object_of(ref)) for ref in workload.reads}
+    _, seq = store.changes_since(store.seq)
+    deps = reverse_index(workload.premises) if dependencies is None else dependencies
+    return AgentTransaction(reads, observed, objects, workload.premises, workload.intent, seq, deps)
+
+
+def checkpoint(txn: AgentTransaction, workload: Workload) -> str:
+    """Serialize the transaction (premises by id; their code lives in the scenario file)."""
+    ids = [p.id for p in txn.premises]
+    return json.dumps({
+        "workload": workload.name, "reads": txn.reads, "observed": txn.observed,
+        "object_versions": txn.object_versions, "seq": txn.seq, "premises": ids,
+        "dependencies": {ref: list(v) for ref, v in txn.dependencies.items()},
+    }, sort_keys=True)
+
+
+def resume(blob: str, workload: Workload) -> AgentTransaction:
+    data = json.loads(blob)
+    by_id = {p.id: p for p in workload.premises}
+    return AgentTransaction(data["reads"], data["observed"], data["object_versions"],
+                            tuple(by_id[i] for i in data["premises"]), workload.intent, data["seq"],
+                            {ref: tuple(v) for ref, v in data["dependencies"].items()})
+
+
+@dataclass(slots=True)
+class Release:
+    """What happened at the effect boundary."""
+
+    outcome: Outcome
+    released: bool
+    payload: dict[str, Any] | None
+    premises_evaluated: int
+    validations: int
+    commit_attempts: int
+    validation_ns: int
+    failed: tuple[str, ...]
+
+
+def release(txn: AgentTransaction, store: Store, mechanism, between_check_and_commit=None) -> Release:
+    """Validate, then commit the effect under the tokens; revalidate while the CAS refuses.
+
+    ``between_check_and_commit`` (schedule s5) runs once, after the first
+    validation and before the first commit attempt.
+    """
+    premises = validations = attempts = ns = 0
+    while True:
+        t0 = perf_counter_ns()
+        v = mechanism.validate(txn, store)
+        ns += perf_counter_ns() - t0
+        premises += v.premises_evaluated
+        validations += 1
+        if v.outcome not in RELEASING:
+            return Release(v.outcome, False, None, premises, validations, attempts, ns, v.failed)
+        if between_check_and_commit is not None and attempts == 0:
+            between_check_and_commit()
+        attempts += 1
+        payload = txn.payload()
+        if store.commit(v.tokens, txn.intent.effect):
+            return Release(v.outcome, True, payload, premises, validations, attempts, ns, v.failed)
+        if attempts >= MAX_COMMIT_ATTEMPTS:
+            return Release(Outcome.BLOCK, False, None, premises, validations, attempts, ns, ("commit_refused",))

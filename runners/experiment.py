@@ -1,0 +1,81 @@
+"""Experiments, cells and profiles: what the runner expands and executes.
+
+An experiment declares its grid as :class:`Cell` values (one point of the
+parameter grid, run for N repetitions) and knows how to run one cell in a
+worker process, returning that cell's records as columns.  A profile
+(``quick`` or ``paper``) sets the sizes.  Records hold the cell's
+parameters, the derived seed, the outcome, the oracle, the counters and the
+timings; everything the analysis computes comes from them.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+PROFILES = ("quick", "paper")
+
+
+class DriftlabError(Exception):
+    """Bad input or an impossible request: printed as one line, exit code 2."""
+
+
+def derive_seed(*parts: Any) -> int:
+    """A 63-bit seed from the base seed and a cell's parameters (stable across runs and machines)."""
+    digest = hashlib.blake2b(":".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+@dataclass(frozen=True)
+class Cell:
+    experiment: str
+    params: tuple[tuple[str, Any], ...]  # ordered (name, value) pairs
+    repetitions: int
+    seed: int  # the run's base seed
+
+    @property
+    def id(self) -> str:
+        return "/".join(str(v) for _, v in self.params)
+
+    @property
+    def p(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def filename(self) -> str:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.id.replace("/", "__"))
+        return safe + ".parquet"
+
+
+@dataclass
+class Options:
+    """What the user asked for beyond the profile (mechanisms, scenario folders, sweep points...)."""
+
+    mechanisms: tuple[str, ...] | None = None
+    scenario_dirs: tuple[str, ...] = ()
+    backend: str = "sqlite"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Experiment:
+    """Base class: subclasses set the class attributes and implement the two methods."""
+
+    name: ClassVar[str]  # the experiment's artifact name, e.g. "revalidation_outcomes"
+    family: ClassVar[str]  # revalidation | isolation | resume
+    description: ClassVar[str]
+    #: cells run in parallel worker processes unless False (e.g. benchmarks, which want a quiet machine)
+    parallel: ClassVar[bool] = True
+
+    def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
+        raise NotImplementedError
+
+    def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
+        """Run one cell; return its records as columns (equal-length lists)."""
+        raise NotImplementedError
+
+    def check(self, options: Options) -> None:
+        """Raise DriftlabError for bad options before anything is written."""
+
+
+Columns = dict[str, list]
+Runner = Callable[[Cell, Options], Columns]

@@ -1,0 +1,169 @@
+"""The lab's shared vocabulary: outcomes, premises, intents, changes, records.
+
+Every other module (scenarios, faults, mechanisms, runners, analysis) speaks in
+these names and nothing else, so that one concept has one name everywhere
+(DESIGN.md, "Vocabulary").
+
+Decision revalidation (ATR paper, arXiv 2609.08015) models a pending agent
+action as an *agent transaction*: the agent **read** versioned fields
+(``object.field`` references), recorded typed **premises** over some of them,
+and holds an **intent** whose effect it will release later.  A **mutation** is
+a second actor's **change** to business state.  Validation ends in one of four
+**outcomes**, ordered by dominance ``BLOCK > REPLAN > REFRESH > KEEP``.
+
+The module is deliberately small and free of I/O: it is imported by the hot
+validation path, which the benchmarks measure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Callable, Iterable, Mapping, Protocol
+
+
+class Outcome(IntEnum):
+    """Validation outcome; the integer order *is* the dominance order."""
+
+    KEEP = 0
+    REFRESH = 1
+    REPLAN = 2
+    BLOCK = 3
+
+    @classmethod
+    def parse(cls, text: str) -> "Outcome":
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown outcome {text!r} (expected one of {', '.join(o.name for o in cls)})") from None
+
+
+def dominant(outcomes: Iterable[Outcome]) -> Outcome:
+    """The outcome that prevails among several: the most severe one (KEEP if none)."""
+    return max(outcomes, default=Outcome.KEEP)
+
+
+#: Outcomes that release the effect (REFRESH releases it with a refreshed payload).
+RELEASING = frozenset({Outcome.KEEP, Outcome.REFRESH})
+
+#: The five mutation classes and the outcome their business rule implies.
+MUTATION_CLASSES: dict[str, Outcome] = {
+    "irrelevant": Outcome.KEEP,
+    "presentation": Outcome.REFRESH,
+    "predicate_preserving": Outcome.KEEP,
+    "replanning": Outcome.REPLAN,
+    "blocking": Outcome.BLOCK,
+}
+
+Ref = str
+"""A field reference ``"object.field"``; an object's own version key is ``"object"``."""
+
+
+def object_of(ref: Ref) -> str:
+    return ref.split(".", 1)[0]
+
+
+Check = Callable[[Callable[[Ref], Any], Mapping[Ref, Any]], bool]
+"""A premise's deterministic validator: ``check(current_value_of, observed) -> holds``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Premise:
+    """A typed decision premise: evidence fields, validator, severity on failure."""
+
+    id: str
+    evidence: tuple[Ref, ...]
+    check: Check
+    severity: Outcome
+    validator_version: int = 1
+    rule: str = ""  # the declared rule text, for records and witnesses
+
+    def holds(self, current: Callable[[Ref], Any], observed: Mapping[Ref, Any]) -> bool:
+        return self.check(current, observed)
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """The pending external action: what it does to its target, with which payload."""
+
+    action: str
+    target: str  # the object the effect lands on (target-side binding happens there)
+    payload: Mapping[str, Ref]  # payload key -> field it is built from
+    effect: Mapping[Ref, Any]  # the target-side write the effect performs
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One write by a second actor: ``ref`` set to ``value``."""
+
+    ref: Ref
+    value: Any
+
+
+class Store(Protocol):
+    """Versioned business state as a mechanism sees it (memory, SQLite, Postgres).
+
+    Versions are kept per field (``"order.amount"``) and per object
+    (``"order"``); ``seq`` is the position in the store's change log.
+    """
+
+    def read(self, ref: Ref) -> tuple[Any, int]: ...
+    def value(self, ref: Ref) -> Any: ...
+    def version(self, key: str) -> int: ...
+    @property
+    def seq(self) -> int: ...
+    def changes_since(self, seq: int) -> tuple[list[Ref], int]:
+        """Fields written after log position ``seq``, and the position they reach."""
+        ...
+    def commit(self, tokens: Iterable[tuple[str, int]], effect: Mapping[Ref, Any]) -> bool: ...
+
+
+@dataclass(slots=True)
+class Validation:
+    """What a mechanism says before the effect: outcome, work done, tokens to bind."""
+
+    outcome: Outcome
+    premises_evaluated: int = 0
+    tokens: tuple[tuple[str, int], ...] = ()
+    failed: tuple[str, ...] = ()  # ids of premises that failed (the witness)
+
+
+@dataclass(slots=True)
+class AgentTransaction:
+    """What the agent recorded when it decided, and what validation has rebased since.
+
+    ``dependencies`` is the recorded dependency graph collapsed to its reverse
+    index: a read field -> the premises (by position) that depend on it.  The
+    dependency-omission fault edits it; conservative linking replaces it.
+    """
+
+    reads: dict[Ref, int]  # field -> version observed
+    observed: dict[Ref, Any]  # field -> value observed
+    object_versions: dict[str, int]
+    premises: tuple[Premise, ...]
+    intent: Intent
+    seq: int  # store change-log position the reads (or the last validation) reflect
+    dependencies: dict[Ref, tuple[int, ...]] = field(default_factory=dict)
+
+    def bound_refs(self) -> tuple[Ref, ...]:
+        """Evidence fields whose versions are bound to the commit (from the dependency graph)."""
+        return tuple(self.dependencies)
+
+    def payload(self, current: Callable[[Ref], Any] | None = None) -> dict[str, Any]:
+        get = current or self.observed.__getitem__
+        return {key: get(ref) for key, ref in self.intent.payload.items()}
+
+
+def reverse_index(premises: Iterable[Premise]) -> dict[Ref, tuple[int, ...]]:
+    """Complete dependencies: every evidence field -> the premises that read it."""
+    index: dict[Ref, list[int]] = {}
+    for i, premise in enumerate(premises):
+        for ref in premise.evidence:
+            index.setdefault(ref, []).append(i)
+    return {ref: tuple(ids) for ref, ids in index.items()}
+
+
+# ---------------------------------------------------------------- records
+#: Columns every record has; experiments add their own after these.
+RECORD_KEYS = ("experiment", "cell", "repetition", "seed")
+#: Columns that hold timings: excluded when runs are compared for determinism.
+TIMING_COLUMNS = frozenset({"validation_us", "wall_us", "latency_us"})
