@@ -15,7 +15,7 @@ from time import perf_counter_ns
 from typing import Any
 
 from scenarios.workload import Workload
-from vocabulary import RELEASING, AgentTransaction, Outcome, Store, object_of, reverse_index
+from vocabulary import RELEASING, AgentTransaction, Outcome, Store
 
 #: A commit refused this many times in a row ends fail-closed (BLOCK).
 MAX_COMMIT_ATTEMPTS = 4
@@ -30,9 +30,9 @@ def decide(workload: Workload, store: Store, dependencies: dict | None = None) -
     reads, observed = {}, {}
     for ref in workload.reads:
         observed[ref], reads[ref] = store.read(ref)
-    objects = {object_of(ref): store.version(object_of(ref)) for ref in workload.reads}
+    objects = {obj: store.version(obj) for obj in workload.read_objects}
     _, seq = store.changes_since(store.seq)
-    deps = reverse_index(workload.premises) if dependencies is None else dependencies
+    deps = workload.dependencies if dependencies is None else dependencies
     return AgentTransaction(reads, observed, objects, workload.premises, workload.intent, seq, deps)
 
 

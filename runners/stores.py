@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from vocabulary import Ref, object_of
+from vocabulary import Ref
 
 
 class MemoryStore:
@@ -20,7 +20,7 @@ class MemoryStore:
     def __init__(self, state: Mapping[Ref, Any]):
         self.values: dict[Ref, Any] = dict(state)
         self.versions: dict[str, int] = dict.fromkeys(self.values, 0)
-        self.versions.update(dict.fromkeys({object_of(r) for r in self.values}, 0))
+        self.versions.update(dict.fromkeys([r.partition(".")[0] for r in self.values], 0))
         self.log: list[Ref] = []
 
     def read(self, ref: Ref) -> tuple[Any, int]:
@@ -44,7 +44,7 @@ class MemoryStore:
         for ref, value in changes.items():
             self.values[ref] = value
             self.versions[ref] += 1
-            self.versions[object_of(ref)] += 1
+            self.versions[ref.partition(".")[0]] += 1
             self.log.append(ref)
 
     def commit(self, tokens: Iterable[tuple[str, int]], effect: Mapping[Ref, Any]) -> bool:

@@ -14,11 +14,12 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from scenarios.rules import RuleError, compile_rule
-from vocabulary import MUTATION_CLASSES, Change, Intent, Outcome, Premise, Ref, object_of
+from vocabulary import MUTATION_CLASSES, Change, Intent, Outcome, Premise, Ref, object_of, reverse_index
 
 BUILTIN_DIR = Path(__file__).parent / "workloads"
 ENV_DIRS = "DRIFTLAB_SCENARIOS"
@@ -50,7 +51,20 @@ class Workload:
     path: Path
 
     def initial_state(self) -> dict[Ref, Any]:
+        return dict(self._state)
+
+    @cached_property
+    def _state(self) -> dict[Ref, Any]:
         return {f"{obj}.{f}": v for obj, fields in self.objects.items() for f, v in fields.items()}
+
+    @cached_property
+    def read_objects(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(object_of(ref) for ref in self.reads))
+
+    @cached_property
+    def dependencies(self) -> dict[Ref, tuple[int, ...]]:
+        """The complete reverse index of the premises (shared, never mutated)."""
+        return reverse_index(self.premises)
 
 
 def _fail(path: Path, where: str, problem: str) -> ScenarioError:

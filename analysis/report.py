@@ -1,0 +1,77 @@
+"""The report: each artifact's measured numbers beside the paper's, difference stated.
+
+An artifact's ``report`` function returns a :class:`Section`; this module
+renders the sections into ``report.md``.  Comparison rows are built with
+:func:`row`, which states the difference the same way everywhere: in
+percentage points for shares, as a ratio for quantities, as a plain
+difference for counts where the run has the paper's size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Section:
+    artifact: str
+    title: str
+    rows: list[dict] = field(default_factory=list)  # metric, ours, paper, difference
+    notes: str = ""
+    files: list[str] = field(default_factory=list)
+
+
+def _fmt(value: float, kind: str) -> str:
+    if kind == "share":
+        return f"{100 * value:.2f}%"
+    if kind == "count":
+        return f"{value:,.0f}"
+    return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.1f}"
+
+
+def row(metric: str, ours: float, paper: float | None, kind: str = "value", ours_of: int | None = None,
+        paper_of: int | None = None, unit: str = "") -> dict:
+    """One comparison row.  ``kind``: share (0..1), count (with optional denominators), value."""
+    u = f" {unit}" if unit else ""
+    if kind == "count" and ours_of:
+        ours_txt = f"{ours:,.0f} of {ours_of:,} ({100 * ours / ours_of:.2f}%)"
+    else:
+        ours_txt = _fmt(ours, kind) + u
+    if paper is None:
+        return {"metric": metric, "ours": ours_txt, "paper": "not published", "difference": "n/a"}
+    if kind == "count" and paper_of:
+        paper_txt = f"{paper:,.0f} of {paper_of:,} ({100 * paper / paper_of:.2f}%)"
+        if ours_of:
+            diff = f"{100 * (ours / ours_of - paper / paper_of):+.2f} pp" + ("" if ours_of == paper_of else " (as shares; run size differs)")
+        else:
+            diff = f"{ours - paper:+,.0f}"
+    else:
+        paper_txt = _fmt(paper, kind) + u
+        if kind == "share":
+            diff = f"{100 * (ours - paper):+.2f} pp"
+        elif kind == "count":
+            diff = f"{ours - paper:+,.0f}"
+        else:
+            diff = f"{ours - paper:+,.3g}{u} ({ours / paper:.2f}x)" if paper else f"{ours - paper:+,.3g}{u}"
+    return {"metric": metric, "ours": ours_txt, "paper": paper_txt, "difference": diff}
+
+
+def render(sections: list[Section], header: str) -> str:
+    out = [header.rstrip(), ""]
+    for s in sections:
+        out += [f"## {s.title} (`{s.artifact}`)", ""]
+        if s.rows:
+            out += ["| metric | ours | paper | difference |", "|---|---|---|---|"]
+            out += [f"| {r['metric']} | {r['ours']} | {r['paper']} | {r['difference']} |" for r in s.rows]
+            out.append("")
+        if s.notes:
+            out += [s.notes.strip(), ""]
+        if s.files:
+            out += ["Files: " + ", ".join(f"[`{f}`]({f})" for f in s.files), ""]
+    return "\n".join(out)
+
+
+def write_report(path: Path, sections: list[Section], header: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(render(sections, header), encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,78 @@
+"""Run cells in parallel worker processes, writing each finished cell's records atomically.
+
+The run folder's ``records/<experiment>/<cell>.parquet`` files are the truth
+of a run (STYLE.md: "the history is the primary artifact").  A cell's file
+is written to a temporary name and renamed into place, so a run killed by
+Ctrl-C or SIGKILL leaves only whole cells behind; started again with the same
+``--out``, it skips every cell whose file exists and runs the rest.  Nothing
+is ever appended to, so no record can be duplicated.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from runners.experiment import Cell, Experiment, Options
+
+RECORDS = "records"
+
+
+def cell_path(run_dir: Path, cell: Cell) -> Path:
+    return run_dir / RECORDS / cell.experiment / cell.filename
+
+
+def write_cell(run_dir: Path, cell: Cell, columns: dict[str, list]) -> int:
+    """Write one cell's records atomically; returns the number of records."""
+    frame = pd.DataFrame(columns)
+    for i, (key, value) in enumerate(cell.params):
+        frame.insert(i, key, value)
+    frame.insert(0, "cell", cell.id)
+    frame.insert(0, "experiment", cell.experiment)
+    path = cell_path(run_dir, cell)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    frame.to_parquet(tmp, index=False)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return len(frame)
+
+
+def _work(args: tuple) -> tuple[str, int]:
+    experiment, cell, options, run_dir = args
+    return cell.id, write_cell(run_dir, cell, experiment.run_cell(cell, options))
+
+
+def pending(run_dir: Path, cells: list[Cell]) -> list[Cell]:
+    return [c for c in cells if not cell_path(run_dir, c).exists()]
+
+
+def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_dir: Path, jobs: int,
+              progress: bool = True) -> int:
+    """Run the cells not yet on disk; returns how many records were written now."""
+    todo = pending(run_dir, cells)
+    total = sum(c.repetitions for c in todo)
+    bar = tqdm(total=total, unit="exec", desc=experiment.name, disable=not progress or not todo,
+               dynamic_ncols=True, leave=True)
+    written = 0
+    by_id = {c.id: c for c in todo}
+    args = [(experiment, c, options, run_dir) for c in todo]
+    try:
+        if jobs <= 1 or not experiment.parallel or len(todo) <= 1:
+            results = map(_work, args)
+            for cell_id, n in results:
+                written += n
+                bar.update(by_id[cell_id].repetitions)
+        else:
+            import multiprocess
+
+            with multiprocess.get_context("fork").Pool(jobs) as pool:
+                for cell_id, n in pool.imap_unordered(_work, args):
+                    written += n
+                    bar.update(by_id[cell_id].repetitions)
+    finally:
+        bar.close()
+    return written
