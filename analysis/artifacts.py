@@ -31,4 +31,8 @@ ARTIFACTS: dict[str, Artifact] = {a.name: a for a in (
              revalidation_outcomes.table,
              lambda records, table, out: fig_revalidation_outcomes.draw(records, out),
              lambda table, records: revalidation_outcomes.report(table)),
+    # revalidation_durable
+    # revalidation_scaling
+    # revalidation_races
+    # revalidation_omission
 )}

@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis.reference import paper_value, reference
 from analysis.report import Section, row
-from vocabulary import Outcome
+from vocabulary import MUTATION_CLASSES, Outcome
 
 COLUMNS = ["mechanism", "mutation_class", "executions", "oracle_agreement", "false_allows", "false_blocks",
            "invalid_effects", "unnecessary_replans", "premises_per_change"]
@@ -58,7 +58,8 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
     per_class = _aggregate(c, ["mechanism", "mutation_class"])
     total = _aggregate(c, ["mechanism"]).assign(mutation_class="all")
     mech_order = list(dict.fromkeys(records["mechanism"]))
-    class_order = list(dict.fromkeys(records["mutation_class"])) + ["all"]
+    seen = set(records["mutation_class"])
+    class_order = [c for c in MUTATION_CLASSES if c in seen] + sorted(seen - set(MUTATION_CLASSES)) + ["all"]
     out = pd.concat([per_class, total], ignore_index=True)[COLUMNS]
     out["mechanism"] = pd.Categorical(out["mechanism"], mech_order, ordered=True)
     out["mutation_class"] = pd.Categorical(out["mutation_class"], class_order, ordered=True)

@@ -6,4 +6,6 @@ dependency omission, races, SIGKILL at a named point, concurrent resume.
 FAULTS: dict[str, str] = {
     "mutation": "a second actor's change to business state, landing at a schedule's lifecycle point (scenarios/)",
     "check_to_commit": "a change between validation and commit (schedule s5): only target-side binding catches it",
+    # races
+    # omission
 }

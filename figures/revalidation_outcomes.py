@@ -2,8 +2,8 @@
 
 One panel per mechanism; per mutation class a stacked bar of the outcomes
 the mechanism gave (KEEP, REFRESH, REPLAN, BLOCK), hatched where the effect
-was released although the oracle said otherwise.  A black tick marks the
-oracle outcome.
+was released although the oracle said otherwise.  The oracle outcome is
+printed above each bar.
 """
 from __future__ import annotations
 
@@ -16,13 +16,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.revalidation_outcomes import classify  # noqa: E402
+from vocabulary import MUTATION_CLASSES  # noqa: E402
 
 COLORS = {"KEEP": "#4c9a2a", "REFRESH": "#8fbcd4", "REPLAN": "#f0a030", "BLOCK": "#c0392b"}
 
 
 def draw(records: pd.DataFrame, out: Path) -> list[Path]:
     mechanisms = list(dict.fromkeys(records["mechanism"]))
-    classes = list(dict.fromkeys(records["mutation_class"]))
+    seen = set(records["mutation_class"])
+    classes = [c for c in MUTATION_CLASSES if c in seen] + sorted(seen - set(MUTATION_CLASSES))
     invalid = classify(records)["invalid_effect"]
     fig, axes = plt.subplots(1, len(mechanisms), figsize=(3.2 * len(mechanisms), 3.6), sharey=True, squeeze=False)
     for ax, mech in zip(axes[0], mechanisms):
@@ -36,8 +38,8 @@ def draw(records: pd.DataFrame, out: Path) -> list[Path]:
         ax.bar(range(len(classes)), bad, color="none", hatch="///", edgecolor="black", linewidth=0, label="invalid effect")
         oracle = sub.groupby("mutation_class")["oracle"].first().reindex(classes)
         for x, o in enumerate(oracle):
-            ax.annotate(f"oracle {o}", (x, 1.02), ha="center", fontsize=6, rotation=90, va="bottom")
-        ax.set_title(mech, pad=48)
+            ax.annotate(o, (x, 1.02), ha="center", fontsize=6, rotation=90, va="bottom", annotation_clip=False)
+        ax.set_title(mech, pad=40)
         ax.set_xticks(range(len(classes)), [c.replace("_", "\n") for c in classes], fontsize=7)
         ax.set_ylim(0, 1)
     axes[0][0].set_ylabel("share of executions")

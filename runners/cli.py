@@ -93,7 +93,7 @@ def reproduce(args: argparse.Namespace, names: list[str] | None = None) -> int:
     names = names or select(args.only)
     options = Options(mechanisms=args.mechanisms, scenario_dirs=tuple(args.scenario_dir or ()),
                       backend=getattr(args, "backend", "sqlite"),
-                      extra={k: v for k, v in (("repetitions", args.repetitions),) if v})
+                      extra={k: v for k, v in (("repetitions", args.repetitions), *getattr(args, "extra", {}).items()) if v})
     # Validate everything, and expand every grid, before a single file is written.
     for name in names:
         EXPERIMENTS[name].check(options)
@@ -104,6 +104,7 @@ def reproduce(args: argparse.Namespace, names: list[str] | None = None) -> int:
                 "scenario_dirs": [str(Path(d).resolve()) for d in options.scenario_dirs], "extra": options.extra}
     resumed = check_manifest(run_dir, manifest)
     run_dir.mkdir(parents=True, exist_ok=True)
+    options.run_dir = run_dir
     if not resumed:
         (run_dir / "run.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
     if is_default:
@@ -142,6 +143,41 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return code
 
 
+def _reads(text: str) -> list[int]:
+    try:
+        points = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
+    if not points or points[0] < 1:
+        raise argparse.ArgumentTypeError("read counts must be at least 1")
+    return points
+
+
+def _rates(text: str) -> list[float]:
+    try:
+        points = sorted({float(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers") from None
+    if not points or points[0] < 0 or points[-1] > 1:
+        raise argparse.ArgumentTypeError("omission rates are probabilities between 0 and 1")
+    return points
+
+
+#: sweep name -> (experiment it runs, option it sets, parser of the points)
+SWEEPS = {
+    "reads": ("revalidation_scaling", "reads", _reads, "recorded reads per point, e.g. 13,29,61,125"),
+    "omission": ("revalidation_omission", "rates", _rates, "omission probabilities, e.g. 0,0.01,0.05,0.1"),
+}
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    experiment, key, _, _ = SWEEPS[args.sweep]
+    if experiment not in EXPERIMENTS:
+        raise DriftlabError(f"sweep {args.sweep}: experiment {experiment} is not in this version of driftlab")
+    args.extra = {key: getattr(args, key)}
+    return reproduce(args, [experiment])
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     from analysis.pipeline import analyze
 
@@ -176,8 +212,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but bad input is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="driftlab", description=__doc__.splitlines()[0])
+    p = _Parser(prog="driftlab", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
     def run_options(sp: argparse.ArgumentParser) -> None:
@@ -200,6 +243,15 @@ def parser() -> argparse.ArgumentParser:
     run_options(c)
     c.add_argument("--mechanisms", type=_mechanisms, default=("ATR", "FullScan", "VersionAbort", "NoCheck"))
     c.set_defaults(func=cmd_compare, only=None)
+
+    sw = sub.add_parser("sweep", help="the papers' sweeps at any points you pick")
+    sweeps = sw.add_subparsers(dest="sweep", required=True)
+    for name, (experiment, key, parse, hint) in SWEEPS.items():
+        one = sweeps.add_parser(name, help=f"run {experiment} at the given points")
+        run_options(one)
+        one.add_argument(f"--{key}", type=parse, required=True, help=hint)
+        one.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+        one.set_defaults(func=cmd_sweep, mechanisms=None)
 
     a = sub.add_parser("analyze", help="rebuild tables, figures and report of a run folder from its records")
     a.add_argument("run_dir")

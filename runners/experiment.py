@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 PROFILES = ("quick", "paper")
@@ -53,8 +54,9 @@ class Options:
 
     mechanisms: tuple[str, ...] | None = None
     scenario_dirs: tuple[str, ...] = ()
-    backend: str = "sqlite"
-    extra: dict[str, Any] = field(default_factory=dict)
+    backend: str = "sqlite"  # sqlite | postgres: the shared store of cross-process experiments
+    extra: dict[str, Any] = field(default_factory=dict)  # sweep points and overrides, e.g. {"reads": [13, 29]}
+    run_dir: Path | None = None  # set by the runner before cells run (for side files such as benchmark JSON)
 
 
 class Experiment:

@@ -6,6 +6,10 @@ from runners.experiments.revalidation_outcomes import RevalidationOutcomes
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     RevalidationOutcomes(),
+    # revalidation_durable
+    # revalidation_scaling
+    # revalidation_races
+    # revalidation_omission
 )}
 
 FAMILIES = ("revalidation", "isolation", "resume")

@@ -1,0 +1,35 @@
+"""Shared fixtures: a real PostgreSQL connection, or a skip that says why.
+
+Tests marked ``postgres`` talk to the server at ``DRIFTLAB_POSTGRES_DSN``
+(default ``host=127.0.0.1 port=5432 dbname=test user=postgres``).  Where none
+is reachable they are skipped with the reason, so the README's test command
+passes on a fresh machine; with ``DRIFTLAB_REQUIRE_POSTGRES=1`` (set by
+``.ci/run``) the skip becomes a failure.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+DEFAULT_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres connect_timeout=3"
+
+
+def postgres_dsn() -> str:
+    return os.environ.get("DRIFTLAB_POSTGRES_DSN", DEFAULT_DSN)
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> str:
+    """A DSN of a reachable PostgreSQL; skip (or fail, if required) otherwise."""
+    try:
+        import psycopg
+
+        with psycopg.connect(postgres_dsn()) as conn:
+            conn.execute("select 1")
+    except Exception as exc:  # noqa: BLE001 - any failure to connect means "not reachable"
+        reason = f"PostgreSQL not reachable at {postgres_dsn()!r}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        if os.environ.get("DRIFTLAB_REQUIRE_POSTGRES") == "1":
+            pytest.fail(reason + " (DRIFTLAB_REQUIRE_POSTGRES=1)")
+        pytest.skip(reason)
+    return postgres_dsn()
