@@ -265,6 +265,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if os.getcwd() not in sys.path:  # so --mechanisms my_module:MyMechanism finds the user's module, as `python -m` would
+        sys.path.insert(0, os.getcwd())
     try:
         return args.func(args)
     except (DriftlabError, ScenarioError, MechanismError) as exc:

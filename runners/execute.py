@@ -50,9 +50,16 @@ def pending(run_dir: Path, cells: list[Cell]) -> list[Cell]:
     return [c for c in cells if not cell_path(run_dir, c).exists()]
 
 
+def remove_partial_files(run_dir: Path, experiment: str) -> None:
+    """Temporary files a killed run left behind (never read: records are only *.parquet)."""
+    for tmp in (run_dir / RECORDS / experiment).glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+
+
 def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_dir: Path, jobs: int,
               progress: bool = True) -> int:
     """Run the cells not yet on disk; returns how many records were written now."""
+    remove_partial_files(run_dir, experiment.name)
     todo = pending(run_dir, cells)
     total = sum(c.repetitions for c in todo)
     bar = tqdm(total=total, unit="exec", desc=experiment.name, disable=not progress or not todo,

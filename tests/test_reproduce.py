@@ -1,0 +1,142 @@
+"""End to end: the quick profile, determinism, SIGKILL and resume, analyze, compare, plug-ins."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.records import load_records
+from vocabulary import TIMING_COLUMNS
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def driftlab(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runners.cli", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO, env=env, timeout=600)
+
+
+def untimed(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=[c for c in frame.columns if c in TIMING_COLUMNS])
+
+
+def test_quick_profile_end_to_end(tmp_path):
+    out = tmp_path / "quick"
+    result = driftlab("reproduce", "--profile", "quick", "--out", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    for name in ("report.md", "provenance.json", "run.json", "tables/revalidation_outcomes.csv",
+                 "tables/revalidation_outcomes.md", "figures/revalidation_outcomes.png", "figures/revalidation_outcomes.svg"):
+        assert (out / name).exists(), name
+    table = pd.read_csv(out / "tables" / "revalidation_outcomes.csv")
+    total = table[table.mutation_class == "all"].set_index("mechanism")
+    n = total.loc["ATR", "executions"]
+    assert n == 3 * 5 * 7 * 20
+    assert (total.loc["ATR", ["false_allows", "false_blocks"]] == 0).all() and total.loc["ATR", "oracle_agreement"] == 1
+    assert total.loc["FullScan", "oracle_agreement"] == 1
+    assert total.loc["FullScan", "premises_per_change"] > total.loc["ATR", "premises_per_change"]
+    # NoCheck releases every REFRESH/REPLAN/BLOCK execution (9 of 15 cases) as an invalid effect.
+    assert total.loc["NoCheck", "invalid_effects"] == n * 9 // 15
+    # VersionAbort replans every safe (KEEP-oracle) change: 6 of 15 cases.
+    assert total.loc["VersionAbort", "unnecessary_replans"] == n * 6 // 15
+    report = (out / "report.md").read_text()
+    assert "| ATR: false allows | 0 of" in report and "210,000" in report
+    # The report's counts come from the records: rebuilding from records alone gives the same file.
+    (out / "report.md").unlink()
+    assert driftlab("analyze", str(out)).returncode == 0
+    assert (out / "report.md").read_text() == report
+
+
+def test_same_seed_same_records(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        result = driftlab("reproduce", "--only", "revalidation_outcomes", "--repetitions", "3", "--seed", "7",
+                          "--out", str(tmp_path / name), "--quiet")
+        assert result.returncode == 0, result.stderr
+        runs.append(untimed(load_records(tmp_path / name, "revalidation_outcomes")))
+    pd.testing.assert_frame_equal(runs[0], runs[1])
+    other = driftlab("reproduce", "--only", "revalidation_outcomes", "--repetitions", "3", "--seed", "8",
+                     "--out", str(tmp_path / "c"), "--quiet")
+    assert other.returncode == 0
+    assert not untimed(load_records(tmp_path / "c", "revalidation_outcomes"))["seed"].equals(runs[0]["seed"])
+
+
+def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
+    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "300", "--jobs", "2", "--seed", "11", "--quiet"]
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "runners.cli", *args, "--out", str(killed)], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    records = killed / "records" / "revalidation_outcomes"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(records.glob("*.parquet"))) < 30:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)  # the runner and its worker processes, mid-run
+    proc.wait()
+    finished = len(list(records.glob("*.parquet")))
+    assert 30 <= finished < 420, "the kill must land mid-run"
+    assert not (killed / "report.md").exists()
+
+    resumed = driftlab(*args, "--out", str(killed))
+    assert resumed.returncode == 0, resumed.stderr
+    whole = driftlab(*args, "--out", str(tmp_path / "whole"))
+    assert whole.returncode == 0, whole.stderr
+
+    got = load_records(killed, "revalidation_outcomes")
+    assert len(got) == 420 * 300 and not got.duplicated(["cell", "repetition"]).any()
+    assert not list(records.glob(".*"))
+    pd.testing.assert_frame_equal(untimed(got), untimed(load_records(tmp_path / "whole", "revalidation_outcomes")))
+    for table in ("revalidation_outcomes.csv",):
+        assert (killed / "tables" / table).read_text() == (tmp_path / "whole" / "tables" / table).read_text()
+
+
+def test_a_finished_run_is_not_run_again_and_a_different_run_is_refused(tmp_path):
+    out = tmp_path / "run"
+    args = ("reproduce", "--only", "revalidation_outcomes", "--repetitions", "2", "--out", str(out), "--quiet")
+    assert driftlab(*args).returncode == 0
+    before = {p: p.stat().st_mtime_ns for p in (out / "records").rglob("*.parquet")}
+    assert driftlab(*args).returncode == 0
+    assert before == {p: p.stat().st_mtime_ns for p in (out / "records").rglob("*.parquet")}
+    refused = driftlab("reproduce", "--only", "revalidation_outcomes", "--repetitions", "2", "--seed", "99", "--out", str(out))
+    assert refused.returncode == 2 and "seed" in refused.stderr and refused.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (("reproduce", "--only", "nothing"), "--only 'nothing'"),
+    (("reproduce", "--mechanisms", "ATR,Oracle"), "unknown mechanism 'Oracle'"),
+    (("reproduce", "--jobs", "0"), "--jobs: must be at least 1"),
+    (("sweep", "omission", "--rates", "0,1.5"), "between 0 and 1"),
+    (("analyze", "/nonexistent/run"), "not a run folder"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    result = driftlab(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr and result.stderr.count("\n") == 1
+    assert not (tmp_path / "data").exists()
+
+
+def test_compare_and_a_users_own_mechanism(tmp_path):
+    (tmp_path / "my_mechanisms.py").write_text(
+        "from vocabulary import Outcome, Validation\n"
+        "class AlwaysReplan:\n"
+        "    name = 'AlwaysReplan'\n"
+        "    def validate(self, txn, store):\n"
+        "        return Validation(Outcome.REPLAN)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    result = driftlab("compare", "--mechanisms", "ATR,my_mechanisms:AlwaysReplan", "--repetitions", "2",
+                      "--out", str(tmp_path / "cmp"), "--quiet", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "| my_mechanisms:AlwaysReplan |" in result.stdout and "| ATR |" in result.stdout
+    table = pd.read_csv(tmp_path / "cmp" / "tables" / "revalidation_outcomes.csv")
+    mine = table[(table.mechanism == "my_mechanisms:AlwaysReplan") & (table.mutation_class == "all")].iloc[0]
+    assert mine.false_allows == 0 and mine.unnecessary_replans == 3 * 2 * 7 * 2
+
+
+def test_list_names_everything():
+    out = driftlab("list").stdout
+    for name in ("revalidation_outcomes", "refund", "cloud_remediation", "procurement", "s5_check_to_commit", "ATR", "NoCheck"):
+        assert name in out
