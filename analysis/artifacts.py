@@ -11,9 +11,16 @@ from typing import Callable
 
 import pandas as pd
 
-from analysis import revalidation_outcomes
+from analysis import revalidation_omission, revalidation_outcomes
 from analysis.report import Section
+from analysis import revalidation_races
+from figures import revalidation_races as fig_revalidation_races
+from analysis import revalidation_durable
+from figures import revalidation_durable as fig_revalidation_durable
+from figures import revalidation_omission as fig_revalidation_omission
 from figures import revalidation_outcomes as fig_revalidation_outcomes
+from analysis import revalidation_scaling
+from figures import revalidation_scaling as fig_revalidation_scaling
 
 
 @dataclass(frozen=True)
@@ -31,8 +38,20 @@ ARTIFACTS: dict[str, Artifact] = {a.name: a for a in (
              revalidation_outcomes.table,
              lambda records, table, out: fig_revalidation_outcomes.draw(records, out),
              lambda table, records: revalidation_outcomes.report(table)),
-    # revalidation_durable
-    # revalidation_scaling
-    # revalidation_races
-    # revalidation_omission
+    Artifact("revalidation_durable", "revalidation_durable", "revalidation",
+             revalidation_durable.table,
+             lambda records, table, out: fig_revalidation_durable.draw(table, out),
+             revalidation_durable.report),
+    Artifact("revalidation_scaling", "revalidation_scaling", "revalidation",
+             revalidation_scaling.table,
+             lambda records, table, out: fig_revalidation_scaling.draw(table, out),
+             lambda table, records: revalidation_scaling.report(table)),
+    Artifact("revalidation_races", "revalidation_races", "revalidation",
+             revalidation_races.table,
+             lambda records, table, out: fig_revalidation_races.draw(records, out),
+             revalidation_races.report),
+    Artifact("revalidation_omission", "revalidation_omission", "revalidation",
+             revalidation_omission.table,
+             lambda records, table, out: fig_revalidation_omission.draw(table, out),
+             lambda table, records: revalidation_omission.report(table)),
 )}

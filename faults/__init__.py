@@ -6,6 +6,7 @@ dependency omission, races, SIGKILL at a named point, concurrent resume.
 FAULTS: dict[str, str] = {
     "mutation": "a second actor's change to business state, landing at a schedule's lifecycle point (scenarios/)",
     "check_to_commit": "a change between validation and commit (schedule s5): only target-side binding catches it",
-    # races
-    # omission
+    "race": "two workers commit the same checked intent at one instant; or the policy turns false between validation and commit (faults/races.py)",
+    "dependency_omission": "drop the change's sole critical dependency edge with probability p before validation (faults/omission.py)",
+    "conservative_linking": "mitigation: link every supplied input (recorded read) to every premise (faults/omission.py)",
 }

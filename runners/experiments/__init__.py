@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 from runners.experiment import Experiment
+from runners.experiments.revalidation_durable import RevalidationDurable
+from runners.experiments.revalidation_omission import RevalidationOmission
 from runners.experiments.revalidation_outcomes import RevalidationOutcomes
+from runners.experiments.revalidation_races import RevalidationRaces
+from runners.experiments.revalidation_scaling import RevalidationScaling
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     RevalidationOutcomes(),
-    # revalidation_durable
-    # revalidation_scaling
-    # revalidation_races
-    # revalidation_omission
+    RevalidationDurable(),
+    RevalidationScaling(),
+    RevalidationRaces(),
+    RevalidationOmission(),
 )}
 
 FAMILIES = ("revalidation", "isolation", "resume")

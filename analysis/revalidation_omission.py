@@ -1,0 +1,151 @@
+"""Table ``revalidation_omission``: false-allow rate vs omission probability (ATR paper §5, §7).
+
+One row per mechanism × omission rate p × linking, computed from the records:
+
+- **false_allow_rate** = false allows / executions (an effect released
+  although the oracle, the blocking mutation's declared BLOCK, forbids it),
+  with its exact 95% binomial interval (``ci_low``, ``ci_high``);
+- **exposed_share** = the share of executions whose critical edge matters:
+  the change touches a critical edge (scenario data) and the linking leaves
+  that edge missing once the fault drops it.  Conservative linking restores
+  every edge, so its share is 0;
+- **expected_rate** = p × exposed_share, what a mechanism that trusts the
+  recorded graph (ATR) should show, and ``expected_low``/``expected_high``,
+  the central 95% interval of Binomial(executions, expected_rate) / executions;
+  ``within_expected`` says whether the measured rate lies inside it.  FullScan,
+  run as a control, ignores the graph, so the expectation does not apply to it;
+- **premises_per_change** = premises evaluated / changes applied, averaged:
+  the cost of conservative linking.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from scipy import stats as sps
+
+from analysis.reference import reference
+from analysis.report import Section, row
+from analysis.stats import binomial_ci
+
+KEYS = ["mechanism", "rate", "linking"]
+LINKING_ORDER = ["exact", "conservative"]
+COLUMNS = [*KEYS, "executions", "omitted", "critical_share", "exposed_share", "false_allows", "false_allow_rate",
+           "ci_low", "ci_high", "expected_rate", "expected_low", "expected_high", "within_expected",
+           "premises_per_change", "premises_evaluated", "links"]
+
+
+def expectation_interval(n: int, p: float, level: float = 0.95) -> tuple[float, float]:
+    """Central ``level`` interval of Binomial(n, p) / n: where an unbiased rate-p sample lands."""
+    tail = (1 - level) / 2
+    return float(sps.binom.ppf(tail, n, p)) / n, float(sps.binom.ppf(1 - tail, n, p)) / n
+
+
+def table(records: pd.DataFrame) -> pd.DataFrame:
+    r = records.assign(per_change=records["premises_evaluated"] / records["changes"])
+    g = r.groupby(KEYS, sort=False)
+    out = pd.DataFrame({
+        "executions": g.size(),
+        "omitted": g["omitted"].sum(),
+        "critical_share": g["critical"].mean(),
+        "exposed_share": g["exposed"].mean(),
+        "false_allows": g["false_allow"].sum(),
+        "premises_per_change": g["per_change"].mean(),
+        "premises_evaluated": g["premises_evaluated"].sum(),
+        "links": g["links"].mean(),
+    }).reset_index()
+    out["false_allow_rate"] = out["false_allows"] / out["executions"]
+    out[["ci_low", "ci_high"]] = [binomial_ci(k, n) for k, n in zip(out["false_allows"], out["executions"])]
+    out["expected_rate"] = out["rate"] * out["exposed_share"]
+    out[["expected_low", "expected_high"]] = [expectation_interval(n, e) for n, e in zip(out["executions"], out["expected_rate"])]
+    out["within_expected"] = (out["false_allow_rate"] >= out["expected_low"]) & (out["false_allow_rate"] <= out["expected_high"])
+    mechanisms = list(dict.fromkeys(records["mechanism"]))
+    out["mechanism"] = pd.Categorical(out["mechanism"], mechanisms, ordered=True)
+    out["linking"] = pd.Categorical(out["linking"], LINKING_ORDER, ordered=True)
+    out = out.sort_values(KEYS).reset_index(drop=True).astype({"mechanism": str, "linking": str})
+    return out[COLUMNS].astype({"omitted": int, "false_allows": int, "premises_evaluated": int})
+
+
+def paper_rate(mechanism: str, linking: str, rate: float) -> float | None:
+    for v in reference("revalidation_omission").get("values", []):
+        if (v["mechanism"], v["linking"], v["metric"]) == (mechanism, linking, "false_allow_rate") \
+                and math.isclose(v["rate"], rate):
+            return v["value"]
+    return None
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """A small Markdown table for the report notes (analysis.pipeline imports this module, so not from there)."""
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in frame.itertuples(index=False)]) + "\n"
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.2f}%"
+
+
+def cost(tab: pd.DataFrame) -> pd.DataFrame:
+    """Per mechanism × rate: what conservative linking costs and the false allows it removes (same executions)."""
+    pair = tab.pivot_table(index=["mechanism", "rate"], columns="linking", sort=False,
+                           values=["premises_per_change", "premises_evaluated", "false_allows"]).dropna()
+    out = pd.DataFrame({
+        "premises_per_change_exact": pair["premises_per_change"]["exact"],
+        "premises_per_change_conservative": pair["premises_per_change"]["conservative"],
+        "false_allows_exact": pair["false_allows"]["exact"].astype(int),
+        "false_allows_conservative": pair["false_allows"]["conservative"].astype(int),
+    })
+    out["false_allows_removed"] = out["false_allows_exact"] - out["false_allows_conservative"]
+    extra = pair["premises_evaluated"]["conservative"] - pair["premises_evaluated"]["exact"]
+    out["extra_premises_per_removed"] = (extra / out["false_allows_removed"]).where(out["false_allows_removed"] > 0)
+    return out.reset_index()
+
+
+def report(tab: pd.DataFrame) -> Section:
+    ref = reference("revalidation_omission")
+    rows = []
+    for _, t in tab.iterrows():
+        paper = paper_rate(t["mechanism"], t["linking"], t["rate"])
+        r = row(f"{t['mechanism']}, {t['linking']} linking, p = {100 * t['rate']:g}%: false-allow rate",
+                t["false_allow_rate"], paper, "share")
+        r["ours"] += f" ({t['false_allows']:,} of {t['executions']:,}; 95% CI {pct(t['ci_low'])}–{pct(t['ci_high'])})"
+        if paper is not None:
+            r["difference"] += " (paper value " + ("inside" if t["ci_low"] <= paper <= t["ci_high"] else "outside") + " our CI)"
+        rows.append(r)
+
+    check = pd.DataFrame({
+        "mechanism": tab["mechanism"], "linking": tab["linking"], "p": tab["rate"].map(lambda x: f"{100 * x:g}%"),
+        "executions": tab["executions"], "false allows": tab["false_allows"],
+        "measured": tab["false_allow_rate"].map(pct),
+        "95% CI": [f"{pct(a)}–{pct(b)}" for a, b in zip(tab["ci_low"], tab["ci_high"])],
+        "share that matters": tab["exposed_share"].map(lambda x: f"{x:.3f}"),
+        "expected (p × share)": tab["expected_rate"].map(pct),
+        "95% interval of expectation": [f"{pct(a)}–{pct(b)}" for a, b in zip(tab["expected_low"], tab["expected_high"])],
+        "inside": tab["within_expected"].map({True: "yes", False: "**no**"}),
+    })
+    c = cost(tab)
+    cost_view = pd.DataFrame({
+        "mechanism": c["mechanism"], "p": c["rate"].map(lambda x: f"{100 * x:g}%"),
+        "premises/change exact": c["premises_per_change_exact"].map(lambda x: f"{x:.3f}"),
+        "premises/change conservative": c["premises_per_change_conservative"].map(lambda x: f"{x:.3f}"),
+        "false allows exact": c["false_allows_exact"], "false allows conservative": c["false_allows_conservative"],
+        "removed": c["false_allows_removed"],
+        "extra premises per removed false allow": c["extra_premises_per_removed"].map(
+            lambda x: "n/a (none removed)" if pd.isna(x) else f"{x:,.1f}"),
+    })
+    critical = tab["critical_share"]
+    notes = (
+        "Every execution is a blocking case (every workload's blocking variants, under every schedule). The fault "
+        "drops, with probability p drawn from the execution's seeded RNG, the change's critical edge: field written "
+        "→ premise whose declared rule fails on the changed state with a severity that forbids release (computed "
+        "from the scenario files, not from a mechanism). A *false allow* is an effect released although the "
+        "oracle (BLOCK) forbids it. Share of executions whose change touches a critical edge: "
+        + (f"{critical.min():.3f}" if critical.min() == critical.max() else f"{critical.min():.3f}–{critical.max():.3f} by row")
+        + "; the share whose critical edge matters (still missing after "
+        "linking) is measured per row, and the expectation is p × that share. A mechanism that trusts the graph "
+        "(ATR) should land inside the 95% interval of its expectation; FullScan, if run, is a control that ignores "
+        "the graph. Exact and conservative linking run on the same seeds, so their false allows are paired.\n\n"
+        "**Does the rate track p?**\n\n" + markdown(check) + "\n"
+        "**What conservative linking costs** (every recorded read linked to every premise; paper: "
+        f"\"{ref.get('claim_conservative', 'no number published')}\"):\n\n" + markdown(cost_view)
+    )
+    return Section("revalidation_omission", "Dependency omission: false-allow rate vs omission probability", rows, notes)

@@ -1,0 +1,165 @@
+"""Validation latency against recorded reads, measured with pytest-benchmark (ATR paper §5, Figure 2).
+
+The paper's scaling result: as the *unrelated* reads a run recorded grow
+from 13 to 4,093 (2^k - 3), ATR's validation stays flat (8.8 -> 9.3 µs)
+while FullScan, which rereads everything, grows with them (12.1 -> 2595.9
+µs).  Here a transaction with N recorded reads is the refund workload's real
+reads and premises plus N - 9 unrelated reads (fields of an extra object that
+no premise uses), followed by one relevant change: the predicate-preserving
+limit change 100 -> 90, which ATR traces to one premise.  Only
+``mechanism.validate(txn, store)`` is timed; a fresh copy of the recorded
+transaction is made outside the timed region before every round, because
+validation rebases it.
+
+The measurement itself is ``benchmarks/bench_scaling.py``, run by pytest-benchmark
+in a subprocess (benchmarks want a quiet machine, so cells run one at a time).
+A repetition is one pytest-benchmark benchmark of many rounds; its latency is
+the median round.  Repetitions are interleaved over points and mechanisms
+(repetition-major), so drift on a shared machine touches every point alike.
+The JSON pytest-benchmark writes (machine info, raw round samples) is kept in
+the run folder under ``benchmarks/``; the records are read from it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mechanisms import resolve
+from runners.agent import decide
+from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
+from runners.stores import MemoryStore
+from scenarios.workload import Workload, load_workloads
+from vocabulary import AgentTransaction, Store
+
+#: The paper's read counts, 2^k - 3 for k = 4..12.
+DEFAULT_READS = tuple(2 ** k - 3 for k in range(4, 13))
+QUICK_READS = (13, 253, 4093)
+DEFAULT_MECHANISMS = ("ATR", "FullScan")
+REPETITIONS = {"quick": 7, "paper": 7}  # the paper: 95% CIs over seven repetitions
+ROUNDS = {"quick": 100, "paper": 1000}  # timed validations per repetition (the repetition's latency is their median)
+WORKLOAD, CHANGE = "refund", "predicate_preserving"
+UNRELATED = "unrelated"  # the object whose fields are the unrelated reads
+BENCHMARKS = Path(__file__).resolve().parent.parent.parent / "benchmarks"
+
+
+def scaled_transaction(workload: Workload, reads: int, change: str = CHANGE) -> tuple[AgentTransaction, MemoryStore]:
+    """The workload's transaction padded to ``reads`` recorded reads, after one change of class ``change``.
+
+    The padding is ``reads - len(workload.reads)`` fields of the object
+    ``unrelated``: recorded reads that no premise uses.
+    """
+    extra = reads - len(workload.reads)
+    if extra < 0:
+        raise DriftlabError(f"{reads} reads: the {workload.name} workload already records {len(workload.reads)}")
+    if UNRELATED in workload.objects:
+        raise DriftlabError(f"workload {workload.name} has an object named {UNRELATED!r}, which the padding needs")
+    padding = [f"{UNRELATED}.read_{i:04d}" for i in range(extra)]
+    store = MemoryStore({**workload.initial_state(), **dict.fromkeys(padding, 0)})
+    txn = decide(workload, store)
+    for ref in padding:
+        txn.observed[ref], txn.reads[ref] = store.read(ref)
+    if padding:
+        txn.object_versions[UNRELATED] = store.version(UNRELATED)
+    variant = workload.mutations[change].variants[0]
+    store.write({c.ref: c.value for c in variant})
+    return txn, store
+
+
+def fresh_copy(txn: AgentTransaction) -> AgentTransaction:
+    """The recorded transaction as it was before any validation rebased it."""
+    return AgentTransaction(dict(txn.reads), dict(txn.observed), dict(txn.object_versions), txn.premises,
+                            txn.intent, txn.seq, txn.dependencies)
+
+
+class CountingStore:
+    """A store that counts the reads a mechanism makes (its work, apart from premises)."""
+
+    def __init__(self, store: Store):
+        self.store, self.reads = store, 0
+
+    def read(self, ref):
+        self.reads += 1
+        return self.store.read(ref)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+def work(mechanism, txn: AgentTransaction, store: Store) -> dict:
+    """One untimed validation of a fresh copy: outcome, premises evaluated, reads reread."""
+    counting = CountingStore(store)
+    v = mechanism.validate(fresh_copy(txn), counting)
+    return {"outcome": v.outcome.name, "premises_evaluated": v.premises_evaluated, "reads_reread": counting.reads}
+
+
+def records_from_json(data: dict, seed: int, json_name: str) -> dict[str, list]:
+    """One record per benchmark in pytest-benchmark's JSON: (mechanism, reads, repetition) -> latency."""
+    rows = []
+    for b in data["benchmarks"]:
+        x, s = b["extra_info"], b["stats"]
+        rows.append({
+            "mechanism": x["mechanism"], "reads": int(x["reads"]), "repetition": int(x["repetition"]),
+            # the measurement draws nothing at random; the derived seed keeps the record schema uniform
+            "seed": derive_seed(seed, x["mechanism"], x["reads"], x["repetition"]),
+            "latency_us": s["median"] * 1e6,
+            "outcome": x["outcome"], "premises_evaluated": int(x["premises_evaluated"]),
+            "reads_reread": int(x["reads_reread"]), "benchmark": b["name"], "benchmark_json": json_name,
+        })
+    rows.sort(key=lambda r: (r["mechanism"], r["reads"], r["repetition"]))
+    return {k: [r[k] for r in rows] for k in rows[0]}
+
+
+class RevalidationScaling(Experiment):
+    name = "revalidation_scaling"
+    family = "revalidation"
+    description = "validation latency of ATR and FullScan vs recorded reads 13..4093 (pytest-benchmark)"
+    parallel = False  # benchmarks want a quiet machine
+
+    def points(self, profile: str, options: Options) -> tuple[int, ...]:
+        return tuple(options.extra.get("reads") or (DEFAULT_READS if profile == "paper" else QUICK_READS))
+
+    def check(self, options: Options) -> None:
+        workload = load_workloads(())[WORKLOAD]
+        low = min(options.extra.get("reads") or DEFAULT_READS)
+        if low < len(workload.reads):
+            raise DriftlabError(f"--reads {low}: the {WORKLOAD} workload's transaction already records "
+                                f"{len(workload.reads)} reads; pick counts of at least {len(workload.reads)}")
+        for m in options.mechanisms or DEFAULT_MECHANISMS:
+            resolve(m)
+
+    def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
+        reps = options.extra.get("repetitions") or REPETITIONS[profile]
+        rounds = options.extra.get("rounds") or ROUNDS[profile]
+        params = (("workload", WORKLOAD), ("change", CHANGE),
+                  ("mechanisms", ",".join(options.mechanisms or DEFAULT_MECHANISMS)),
+                  ("reads_points", ",".join(map(str, self.points(profile, options)))), ("rounds", rounds))
+        return [Cell(self.name, params, reps, seed)]
+
+    def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
+        p = cell.p
+        out_dir = Path(options.run_dir) / "benchmarks"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        json_path = out_dir / "bench_scaling.json"
+        for stale in out_dir.glob(".bench_scaling.*.json.tmp"):  # left by a run killed mid-benchmark
+            stale.unlink(missing_ok=True)
+        tmp = out_dir / f".bench_scaling.{os.getpid()}.json.tmp"
+        command = [sys.executable, "-m", "pytest", str(BENCHMARKS / "bench_scaling.py"), "-q", "-p", "no:cacheprovider",
+                   f"--benchmark-json={tmp}", f"--scaling-reads={p['reads_points']}",
+                   f"--scaling-mechanisms={p['mechanisms']}", f"--scaling-repetitions={cell.repetitions}",
+                   f"--scaling-rounds={p['rounds']}"]
+        # The user's own mechanism (package.module:Class) is importable from where driftlab was started.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+        with tempfile.TemporaryDirectory() as scratch:  # pytest-benchmark's own storage folder lands there
+            done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
+        if done.returncode != 0 or not tmp.exists():
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+            tmp.unlink(missing_ok=True)
+            raise RuntimeError(f"benchmark run failed (exit {done.returncode}): {' '.join(command)}\n{tail}")
+        os.replace(tmp, json_path)
+        data = json.loads(json_path.read_text(encoding="utf-8"))
+        return records_from_json(data, cell.seed, str(json_path.relative_to(options.run_dir)))

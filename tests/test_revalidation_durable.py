@@ -1,0 +1,187 @@
+"""The durable SQLite cells: the store's compare-and-set, real process boundaries, and what the cells show.
+
+Pins the ATR paper's durable result (§5 "Durable workflow cells"): after a
+checkpoint, a second actor's change and a resume in a new process, ATR
+evaluates fewer premises per change than FullScan in every cell, with the
+same outcomes, and both agree with the declared oracle; NoCheck releases the
+invalid effects.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import closing
+
+import pandas as pd
+import pytest
+
+from analysis import revalidation_durable as analysis
+from runners.experiment import Options
+from runners.experiments.revalidation_durable import WORKLOADS, RevalidationDurable, Workspace
+from runners.sqlite_store import SqliteStore, connect
+from scenarios.workload import load_workloads
+from vocabulary import MUTATION_CLASSES
+
+STATE = {"order.amount": 80, "order.refunded": False, "policy.refund_limit": 100}
+
+
+def in_process(fn) -> int:
+    """Run ``fn()`` in a forked child; its exit code (0 if fn returned True)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if fn() else 3
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+# ------------------------------------------------------------ SqliteStore
+def test_commit_refuses_a_stale_token_and_applies_nothing(tmp_path):
+    with SqliteStore.create(tmp_path / "b.db", STATE) as store:
+        _, limit_version = store.read("policy.refund_limit")
+        store.write({"policy.refund_limit": 50})  # the limit changes after the check
+        before = (store.seq, store.version("order"), store.read("order.refunded"))
+        assert store.commit([("policy.refund_limit", limit_version)], {"order.refunded": True}) is False
+        assert (store.seq, store.version("order"), store.read("order.refunded")) == before
+        assert store.changes_since(0) == (["policy.refund_limit"], 1)
+        # with the current token the same commit goes through, as one logged write
+        assert store.commit([("policy.refund_limit", limit_version + 1), ("order", 0)], {"order.refunded": True})
+        assert store.read("order.refunded") == (True, 1) and store.version("order") == 1
+        assert store.changes_since(1) == (["order.refunded"], 2)
+
+
+def test_a_write_in_another_process_makes_the_token_stale(tmp_path):
+    path = tmp_path / "b.db"
+    SqliteStore.create(path, STATE).close()
+    with SqliteStore(path) as store:
+        _, token = store.read("policy.refund_limit")
+
+    def other_actor() -> bool:
+        with SqliteStore(path) as s:
+            s.write({"policy.refund_limit": 50})
+        return True
+
+    assert in_process(other_actor) == 0
+    with SqliteStore(path) as store:
+        assert store.commit([("policy.refund_limit", token)], {"order.refunded": True}) is False
+        assert store.value("order.refunded") is False and store.value("policy.refund_limit") == 50
+
+
+def test_two_processes_committing_the_same_token_exactly_one_wins(tmp_path):
+    """The compare and the apply are one transaction: a CAS that checked outside it would let both win."""
+    for round_ in range(15):
+        path = tmp_path / f"race{round_}.db"
+        SqliteStore.create(path, STATE).close()
+        go_r, go_w = os.pipe()
+
+        def racer() -> bool:
+            with SqliteStore(path) as s:
+                os.read(go_r, 1)  # both start together
+                return s.commit([("order.refunded", 0)], {"order.refunded": True})
+
+        pids = []
+        for _ in range(2):
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    code = 0 if racer() else 3
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        os.write(go_w, b"xx")
+        codes = sorted(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids)
+        os.close(go_r), os.close(go_w)
+        assert codes == [0, 3], f"round {round_}: exit codes {codes} (0 = committed, 3 = refused)"
+        with SqliteStore(path) as s:
+            assert s.version("order.refunded") == 1 and s.changes_since(0)[0] == ["order.refunded"]
+
+
+def test_same_api_as_memory_store(tmp_path):
+    from runners.stores import MemoryStore
+
+    mem, sql = MemoryStore(STATE), SqliteStore.create(tmp_path / "b.db", STATE)
+    with closing(sql):
+        for store in (mem, sql):
+            store.write({"order.amount": 90, "policy.refund_limit": 95})
+        for ref in STATE:
+            assert mem.read(ref) == sql.read(ref)
+        for key in ("order", "policy", "order.amount"):
+            assert mem.version(key) == sql.version(key)
+        assert mem.seq == sql.seq and mem.changes_since(1) == sql.changes_since(1)
+        with pytest.raises(KeyError):
+            sql.read("order.nope")
+
+
+# ------------------------------------------------------------ one durable execution
+def test_an_execution_crosses_processes_and_leaves_nothing_behind():
+    workload = load_workloads()["refund"]
+    with Workspace() as space:
+        record = space.execute(workload, "blocking", "ATR", seed=1, rep=0)
+        steps = dict(space.workflow.execute("SELECT step, pid FROM steps WHERE repetition = 0"))
+        (blob,) = space.workflow.execute("SELECT blob FROM checkpoints WHERE repetition = 0").fetchone()
+        folder = space.folder
+    assert set(steps) == {"decide", "mutate", "resume"}
+    assert len(set(steps.values())) == 3 and os.getpid() not in steps.values()
+    assert record["processes"] == 4
+    assert '"workload": "refund"' in blob  # the resumed process started from this checkpoint row
+    assert record["outcome"] == record["oracle"] == "BLOCK" and not record["released"] and not record["effect_committed"]
+    assert not folder.exists()
+
+
+# ------------------------------------------------------------ the cells
+@pytest.fixture(scope="module")
+def records() -> pd.DataFrame:
+    experiment, options = RevalidationDurable(), Options(extra={"repetitions": 3})
+    frames = []
+    for cell in experiment.cells("quick", 7, options):
+        frame = pd.DataFrame(experiment.run_cell(cell, options))
+        for key, value in cell.params:
+            frame[key] = value
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_ten_cells_by_four_mechanisms(records):
+    assert len(analysis.cell_order(records)) == len(WORKLOADS) * len(MUTATION_CLASSES) == 10
+    assert set(records["mechanism"]) == {"NoCheck", "VersionAbort", "FullScan", "ATR"}
+    assert (records["processes"] == 4).all()
+    assert (records["released"] == records["effect_committed"]).all()  # the result row matches the database
+
+
+def test_atr_and_fullscan_agree_with_the_oracle(records):
+    for m in ("ATR", "FullScan"):
+        sub = records[records["mechanism"] == m]
+        assert (sub["outcome"] == sub["oracle"]).all(), sub[sub["outcome"] != sub["oracle"]]
+
+
+def test_atr_evaluates_fewer_premises_than_fullscan_in_every_cell_with_the_same_outcomes(records):
+    tab = analysis.table(records)
+    per_cell = tab[tab["cell"] != "all"].pivot(index="cell", columns="mechanism", values="premises_per_change")
+    assert (per_cell["ATR"] < per_cell["FullScan"]).all(), per_cell
+    same, paired = analysis.same_outcomes(records, "ATR", "FullScan")
+    assert same == paired == 10 * 3
+
+
+def test_nocheck_releases_every_invalid_effect(records):
+    sub = records[records["mechanism"] == "NoCheck"]
+    assert sub["released"].all()
+    tab = analysis.table(records).set_index(["cell", "mechanism"])
+    invalid = (sub["oracle"] != "KEEP").sum()
+    assert invalid > 0 and tab.loc[("all", "NoCheck"), "invalid_effects"] == invalid
+    assert tab.loc[("all", "ATR"), "invalid_effects"] == 0
+
+
+def test_table_and_report(records):
+    tab = analysis.table(records)
+    assert {"cell", "mechanism", "executions", "oracle_agreement", "premises_per_change"} <= set(tab.columns)
+    total = tab[tab["cell"] == "all"].set_index("mechanism")
+    assert total.loc["ATR", "executions"] == 30 and total.loc["ATR", "oracle_agreement"] == 1
+    section = analysis.report(tab, records)
+    rows = {r["metric"]: r for r in section.rows}
+    assert rows["ATR: premises per resumed change"]["paper"] == "0.6"
+    assert rows["FullScan: premises per resumed change"]["paper"] == "6"
+    assert rows["ATR: executions agreeing with the oracle, all cells"]["ours"].startswith("30 of 30")
+    least = next(r for m, r in rows.items() if m.startswith("ATR: executions agreeing with the oracle, least"))
+    assert least["ours"].startswith("3 of 3") and least["paper"].startswith("100 of 100")
