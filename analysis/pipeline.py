@@ -8,21 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
 
 from analysis.artifacts import ARTIFACTS
 from analysis.records import experiments_in, load_records
-from analysis.report import Section, write_report
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    def cell(v) -> str:
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        return str(v)
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in frame.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
+from analysis.report import Section, markdown_table, write_report
 
 
 def _atomic_text(path: Path, text: str) -> None:
@@ -60,7 +49,7 @@ def header(run_dir: Path) -> str:
             f"- command: `{prov.get('command', '?')}`",
             f"- profile: {prov.get('profile', '?')}, seed: {prov.get('seed', '?')}",
             f"- git: {prov.get('git', {}).get('revision', '?')}" + (" (dirty tree)" if prov.get("git", {}).get("dirty") else ""),
-            f"- wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in prov.get("wall_seconds", {}).items()),
+            "- wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in prov.get("wall_seconds", {}).items()),
             "",
         ]
     lines += ["Every number under \"ours\" is computed from this run's records (`records/`); the \"paper\" column "

@@ -56,6 +56,15 @@ def row(metric: str, ours: float, paper: float | None, kind: str = "value", ours
     return {"metric": metric, "ours": ours_txt, "paper": paper_txt, "difference": diff}
 
 
+def markdown_table(frame) -> str:
+    """A pandas frame as a Markdown table (floats to 4 significant digits)."""
+    def cell(v) -> str:
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in frame.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
 def render(sections: list[Section], header: str) -> str:
     out = [header.rstrip(), ""]
     for s in sections:

@@ -22,23 +22,16 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-from scipy import stats as sps
 
 from analysis.reference import reference
-from analysis.report import Section, row
-from analysis.stats import binomial_ci
+from analysis.report import Section, markdown_table, row
+from analysis.stats import binomial_ci, expectation_interval
 
 KEYS = ["mechanism", "rate", "linking"]
 LINKING_ORDER = ["exact", "conservative"]
 COLUMNS = [*KEYS, "executions", "omitted", "critical_share", "exposed_share", "false_allows", "false_allow_rate",
            "ci_low", "ci_high", "expected_rate", "expected_low", "expected_high", "within_expected",
            "premises_per_change", "premises_evaluated", "links"]
-
-
-def expectation_interval(n: int, p: float, level: float = 0.95) -> tuple[float, float]:
-    """Central ``level`` interval of Binomial(n, p) / n: where an unbiased rate-p sample lands."""
-    tail = (1 - level) / 2
-    return float(sps.binom.ppf(tail, n, p)) / n, float(sps.binom.ppf(1 - tail, n, p)) / n
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
@@ -72,12 +65,6 @@ def paper_rate(mechanism: str, linking: str, rate: float) -> float | None:
                 and math.isclose(v["rate"], rate):
             return v["value"]
     return None
-
-
-def markdown(frame: pd.DataFrame) -> str:
-    """A small Markdown table for the report notes (analysis.pipeline imports this module, so not from there)."""
-    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
-    return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in frame.itertuples(index=False)]) + "\n"
 
 
 def pct(x: float) -> str:
@@ -144,8 +131,8 @@ def report(tab: pd.DataFrame) -> Section:
         "linking) is measured per row, and the expectation is p × that share. A mechanism that trusts the graph "
         "(ATR) should land inside the 95% interval of its expectation; FullScan, if run, is a control that ignores "
         "the graph. Exact and conservative linking run on the same seeds, so their false allows are paired.\n\n"
-        "**Does the rate track p?**\n\n" + markdown(check) + "\n"
+        "**Does the rate track p?**\n\n" + markdown_table(check) + "\n"
         "**What conservative linking costs** (every recorded read linked to every premise; paper: "
-        f"\"{ref.get('claim_conservative', 'no number published')}\"):\n\n" + markdown(cost_view)
+        f"\"{ref.get('claim_conservative', 'no number published')}\"):\n\n" + markdown_table(cost_view)
     )
     return Section("revalidation_omission", "Dependency omission: false-allow rate vs omission probability", rows, notes)

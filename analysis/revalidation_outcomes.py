@@ -85,7 +85,7 @@ def report(tab: pd.DataFrame) -> Section:
         "released although the oracle says REFRESH (released with the stale payload), REPLAN or BLOCK; a "
         "*false allow* is the part of those whose oracle is REPLAN or BLOCK; a *false block* is REPLAN or BLOCK "
         "where the oracle says KEEP or REFRESH; an *unnecessary replan* is REPLAN where the oracle says KEEP "
-        "(the paper's 84,000 \"safe changes\" are the KEEP cases). The oracle is each mutation's declared outcome "
+        "(the paper's \"safe changes\" are the KEEP cases). The oracle is each mutation's declared outcome "
         "in its scenario file and does not depend on the schedule (schedule s7's first change is one the case's "
         "oracle dominates; see `scenarios/schedules.toml`). The 15 mutation cases and 7 schedules are the lab's "
         "declarations where the paper is silent. Where the run is smaller than the paper's, counts are compared "

@@ -2,6 +2,8 @@
 
 - :func:`binomial_ci` — exact (Clopper–Pearson) interval of a share k/n, used
   for false-allow rates (ATR paper §5, dependency omission).
+- :func:`expectation_interval` — where a share drawn at rate p from n trials
+  lands, used to check that the omission false-allow rate tracks p.
 - :func:`median_ci` — the median of a sample with a distribution-free
   interval from order statistics, used for latency points (ATR paper
   Figure 2: "95% confidence intervals over seven repetitions").
@@ -18,6 +20,12 @@ def binomial_ci(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
         return (float("nan"), float("nan"))
     ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def expectation_interval(n: int, p: float, level: float = 0.95) -> tuple[float, float]:
+    """Central ``level`` interval of Binomial(n, p) / n: where an unbiased rate-p sample lands."""
+    tail = (1 - level) / 2
+    return float(stats.binom.ppf(tail, n, p)) / n, float(stats.binom.ppf(1 - tail, n, p)) / n
 
 
 def median_ci(samples, level: float = 0.95) -> tuple[float, float, float]:

@@ -4,7 +4,7 @@ ATR's safety is conditional on complete dependencies: it re-evaluates only
 the premises the reverse index links to a changed field, and binds to the
 commit only the versions of linked fields.  The paper injects the fault
 that breaks this condition: "omitting the sole critical dependency produced
-false-allow rates of 0.95%, 5.05%, and 9.97% at 1%, 5%, and 10% omission".
+false-allow rates" close to the omission probability (values in data/reference/).
 
 **The fault.**  :class:`DependencyOmission` drops, with probability p drawn
 from the execution's seeded RNG, the change's *critical edges* from the

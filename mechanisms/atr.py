@@ -9,7 +9,7 @@ graph links to a premise) go to the commit as compare-and-set tokens, which
 closes the time-of-check/time-of-use gap.
 
 Its work is O(changes + affected premises), independent of how many
-unrelated reads the run recorded (paper: 8.8 -> 9.3 µs from 13 to 4,093
+unrelated reads the run recorded (the paper: nearly flat from 13 to 4,093
 reads).  Its safety is conditional on complete dependencies: an omitted edge
 hides the change and drops the token (the omission experiment measures it).
 """

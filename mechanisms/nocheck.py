@@ -1,7 +1,7 @@
 """NoCheck: release every intent as it was decided (the ATR paper's lower baseline).
 
 It evaluates nothing and binds nothing, so every change whose oracle is
-REFRESH, REPLAN or BLOCK becomes an invalid effect (paper: 126,000 of 210,000).
+REFRESH, REPLAN or BLOCK becomes an invalid effect (the paper: 60% of its executions).
 """
 from mechanisms.base import Mechanism
 from vocabulary import Outcome, Validation

@@ -4,7 +4,7 @@ It rereads the version of every object the agent read; any change is a
 version conflict and ends in REPLAN, whether or not it matters to the
 decision.  The object versions are also bound to the commit, as classic OCC
 does, so a change between check and commit is caught too.  It never
-releases an invalid effect and replans every safe change (paper: all 84,000).
+releases an invalid effect and replans every safe change (the paper: all of them).
 """
 from mechanisms.base import Mechanism
 from vocabulary import Outcome, Validation

@@ -133,7 +133,7 @@ def reproduce(args: argparse.Namespace, names: list[str] | None = None) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from analysis.pipeline import markdown_table
+    from analysis.report import markdown_table
 
     code = reproduce(args, ["revalidation_outcomes"])
     if code == 0:

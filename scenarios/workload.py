@@ -140,7 +140,7 @@ def parse_workload(path: Path) -> Workload:
     effect = need(it, "effect", dict, "intent.")
     for ref in effect:
         if ref not in state or object_of(ref) != target:
-            raise _fail(path, f"intent.effect", f"{ref!r} is not a field of the target {target!r}")
+            raise _fail(path, "intent.effect", f"{ref!r} is not a field of the target {target!r}")
     intent = Intent(need(it, "action", str, "intent."), target, dict(payload), dict(effect))
 
     evidence_of = {ref for p in premises for ref in p.evidence}

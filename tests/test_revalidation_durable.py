@@ -17,7 +17,7 @@ import pytest
 from analysis import revalidation_durable as analysis
 from runners.experiment import Options
 from runners.experiments.revalidation_durable import WORKLOADS, RevalidationDurable, Workspace
-from runners.sqlite_store import SqliteStore, connect
+from runners.sqlite_store import SqliteStore
 from scenarios.workload import load_workloads
 from vocabulary import MUTATION_CLASSES
 

@@ -15,6 +15,7 @@ import pytest
 
 from analysis import revalidation_scaling as analysis
 from analysis.records import load_records
+from analysis.reference import paper_value
 from analysis.stats import median_ci
 from mechanisms.atr import ATR
 from mechanisms.full_scan import FullScan
@@ -115,7 +116,7 @@ def test_report_states_ratio_slope_and_the_flatness_verdict_from_the_data():
     by_metric = {r["metric"]: r for r in section.rows}
     assert by_metric["FullScan: log-log slope between the endpoints"]["ours"] == "1"
     assert by_metric["ATR: latency at 4,093 / latency at 13 reads"]["ours"] == "1"
-    assert by_metric["ATR: validation latency at 13 reads (95% CI 3-3 µs)"]["paper"] == "8.8 µs"
+    assert by_metric["ATR: validation latency at 13 reads (95% CI 3-3 µs)"]["paper"] == f"{paper_value('revalidation_scaling', mechanism='ATR', reads=13)['value']} µs"
     assert "holds in this run" in section.notes
 
     assert "does not hold in this run" in analysis.report(analysis.table(steep)).notes

@@ -1,7 +1,7 @@
 """Dependency omission: false-allow rate vs omission probability p, and conservative linking (ATR paper §5).
 
-Paper: "Omitting the sole critical dependency produced false-allow rates of
-0.95%, 5.05%, and 9.97% at 1%, 5%, and 10% omission"; "conservatively
+Paper: omitting the sole critical dependency produced false-allow rates close
+to the omission probability (published values in data/reference/); "conservatively
 linking all supplied inputs can avoid missing-edge false allows".
 
 Grid: rate p × linking (exact, conservative) × mechanism (ATR; ``--mechanisms``
@@ -33,10 +33,8 @@ import random
 
 from faults.omission import LINKINGS, DependencyOmission, drop, missing
 from mechanisms import resolve
-from runners.agent import checkpoint, decide, release, resume
 from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
-from runners.experiments.revalidation_outcomes import dominated_prelude
-from runners.stores import MemoryStore
+from runners.experiments.revalidation_outcomes import pick_changes, run_schedule
 from scenarios.schedules import Schedule, load_schedules
 from scenarios.workload import Workload, load_workloads
 from vocabulary import Outcome
@@ -51,13 +49,7 @@ def run_execution(workload: Workload, schedule: Schedule, mechanism, fault: Depe
                   seed: int) -> dict:
     """One blocking execution under the omission fault; returns its record."""
     rng = random.Random(seed)
-    mutation = workload.mutations[MUTATION_CLASS]
-    variant = rng.randrange(len(mutation.variants))
-    changes = [mutation.variants[variant]]
-    if schedule.prelude == "dominated":
-        first = workload.mutations[dominated_prelude(workload, mutation.oracle)]
-        changes.insert(0, first.variants[rng.randrange(len(first.variants))])
-
+    variant, changes = pick_changes(workload, MUTATION_CLASS, schedule, rng)
     link = LINKINGS[linking]
     edges = fault.setup(workload, changes)
     try:
@@ -66,26 +58,13 @@ def run_execution(workload: Workload, schedule: Schedule, mechanism, fault: Depe
         fault.teardown()
     deps = link(recorded, workload)
     exposed = bool(missing(link(drop(workload.dependencies, edges), workload), edges))
-
-    store = MemoryStore(workload.initial_state())
-    txn = decide(workload, store, dependencies=deps)
-
-    def land() -> None:
-        for variant_changes in changes:
-            store.write({c.ref: c.value for c in variant_changes})
-
-    if schedule.lands == "parked":
-        blob = checkpoint(txn, workload)
-        land()
-        txn = resume(blob, workload)
-    elif schedule.lands != "validation_commit_gap":
-        land()
-    r = release(txn, store, mechanism, between_check_and_commit=land if schedule.lands == "validation_commit_gap" else None)
+    r, _, _ = run_schedule(workload, changes, schedule, mechanism, dependencies=deps)
+    oracle = workload.mutations[MUTATION_CLASS].oracle
     return {
         "variant": variant, "critical_edges": len(edges), "critical": bool(edges), "exposed": exposed,
         "omitted": omitted, "critical_token_bound": bool(edges) and all(ref in deps for ref, _ in edges),
-        "links": sum(map(len, deps.values())), "oracle": mutation.oracle.name, "outcome": r.outcome.name,
-        "released": r.released, "false_allow": r.released and mutation.oracle >= Outcome.REPLAN,
+        "links": sum(map(len, deps.values())), "oracle": oracle.name, "outcome": r.outcome.name,
+        "released": r.released, "false_allow": r.released and oracle >= Outcome.REPLAN,
         "premises_evaluated": r.premises_evaluated, "changes": sum(len(v) for v in changes),
         "validations": r.validations, "commit_attempts": r.commit_attempts,
         "validation_us": r.validation_ns / 1000.0,

@@ -30,22 +30,25 @@ def dominated_prelude(workload: Workload, oracle: Outcome) -> str:
     return "irrelevant" if oracle is Outcome.KEEP else "presentation"
 
 
-def run_execution(workload: Workload, mutation_class: str, schedule, mechanism, seed: int) -> dict:
-    """One controlled execution; returns its record (without the cell's key columns)."""
-    rng = random.Random(seed)
+def pick_changes(workload: Workload, mutation_class: str, schedule, rng: random.Random) -> tuple[int, list]:
+    """(variant index, the groups of changes to land): the case's variant, after s7's prelude if any."""
     mutation = workload.mutations[mutation_class]
     variant = rng.randrange(len(mutation.variants))
     changes = [mutation.variants[variant]]
     if schedule.prelude == "dominated":
         first = workload.mutations[dominated_prelude(workload, mutation.oracle)]
         changes.insert(0, first.variants[rng.randrange(len(first.variants))])
+    return variant, changes
 
+
+def run_schedule(workload: Workload, changes: list, schedule, mechanism, dependencies=None):
+    """Decide, land ``changes`` at the schedule's lifecycle point, validate and release: (Release, txn, store)."""
     store = MemoryStore(workload.initial_state())
-    txn = decide(workload, store)
+    txn = decide(workload, store, dependencies)
 
     def land() -> None:
-        for variant_changes in changes:
-            store.write({c.ref: c.value for c in variant_changes})
+        for group in changes:
+            store.write({c.ref: c.value for c in group})
 
     if schedule.lands == "parked":
         blob = checkpoint(txn, workload)
@@ -54,10 +57,16 @@ def run_execution(workload: Workload, mutation_class: str, schedule, mechanism, 
     elif schedule.lands != "validation_commit_gap":
         land()  # after_decision, tool_wait, approval, after_approval: the agent only waits there
     gap = land if schedule.lands == "validation_commit_gap" else None
-    r = release(txn, store, mechanism, between_check_and_commit=gap)
+    return release(txn, store, mechanism, between_check_and_commit=gap), txn, store
+
+
+def run_execution(workload: Workload, mutation_class: str, schedule, mechanism, seed: int) -> dict:
+    """One controlled execution; returns its record (without the cell's key columns)."""
+    variant, changes = pick_changes(workload, mutation_class, schedule, random.Random(seed))
+    r, txn, store = run_schedule(workload, changes, schedule, mechanism)
     stale = r.released and r.payload != txn.payload(store.value)
     return {
-        "variant": variant, "oracle": mutation.oracle.name, "outcome": r.outcome.name,
+        "variant": variant, "oracle": workload.mutations[mutation_class].oracle.name, "outcome": r.outcome.name,
         "released": r.released, "payload_stale": bool(stale),
         "premises_evaluated": r.premises_evaluated, "changes": sum(len(v) for v in changes),
         "validations": r.validations, "commit_attempts": r.commit_attempts,

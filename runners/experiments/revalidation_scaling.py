@@ -1,9 +1,9 @@
 """Validation latency against recorded reads, measured with pytest-benchmark (ATR paper §5, Figure 2).
 
 The paper's scaling result: as the *unrelated* reads a run recorded grow
-from 13 to 4,093 (2^k - 3), ATR's validation stays flat (8.8 -> 9.3 µs)
-while FullScan, which rereads everything, grows with them (12.1 -> 2595.9
-µs).  Here a transaction with N recorded reads is the refund workload's real
+from 13 to 4,093 (2^k - 3), ATR's validation stays flat while
+FullScan, which rereads everything, grows with them (published values in
+data/reference/).  Here a transaction with N recorded reads is the refund workload's real
 reads and premises plus N - 9 unrelated reads (fields of an extra object that
 no premise uses), followed by one relevant change: the predicate-preserving
 limit change 100 -> 90, which ATR traces to one premise.  Only
