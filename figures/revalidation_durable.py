@@ -19,6 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from figures.save import save  # noqa: E402
 
 COLORS = {"NoCheck": "#c0392b", "VersionAbort": "#f0a030", "FullScan": "#8fbcd4", "ATR": "#2c6e49"}
 
@@ -66,8 +67,4 @@ def draw(table: pd.DataFrame, out: Path) -> list[Path]:
     _agreement(left, per_cell, cells, mechanisms)
     _premises(right, per_cell, cells, counting)
     fig.tight_layout()
-    paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=150, metadata={"Date": None} if p.suffix == ".svg" else None)
-    plt.close(fig)
-    return paths
+    return save(fig, out)

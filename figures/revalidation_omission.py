@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter  # noqa: E402
 
 from analysis.revalidation_omission import cost  # noqa: E402
+from figures.save import save  # noqa: E402
 
 COLORS = {"exact": "#c0392b", "conservative": "#2a7ab0"}
 MARKERS = ["o", "s", "^", "D", "v"]
@@ -66,8 +67,4 @@ def draw(table: pd.DataFrame, out: Path) -> list[Path]:
     right.scatter([], [], color=COLORS["conservative"], label="conservative linking")
     right.legend(fontsize=7, frameon=False, loc="upper right", title="labels: false allows removed", title_fontsize=7)
     fig.tight_layout()
-    paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=150, metadata={"Date": None} if p.suffix == ".svg" else None)
-    plt.close(fig)
-    return paths
+    return save(fig, out)

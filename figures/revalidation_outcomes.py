@@ -17,6 +17,7 @@ import pandas as pd  # noqa: E402
 
 from analysis.revalidation_outcomes import classify  # noqa: E402
 from vocabulary import MUTATION_CLASSES  # noqa: E402
+from figures.save import save  # noqa: E402
 
 COLORS = {"KEEP": "#4c9a2a", "REFRESH": "#8fbcd4", "REPLAN": "#f0a030", "BLOCK": "#c0392b"}
 
@@ -46,8 +47,4 @@ def draw(records: pd.DataFrame, out: Path) -> list[Path]:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=150, metadata={"Date": None} if p.suffix == ".svg" else None)
-    plt.close(fig)
-    return paths
+    return save(fig, out)

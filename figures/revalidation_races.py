@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from figures.save import save  # noqa: E402
 
 PAIR_COLORS = {"target_cas": "#2b6ca3", "unchecked": "#b0b0b0"}
 COMMITTED, REJECTED = "#c0392b", "#4c9a2a"
@@ -64,8 +65,4 @@ def draw(records: pd.DataFrame, out: Path) -> list[Path]:
         right.set_title(f"{backend}: policy false at commit (cross-resource histories)", fontsize=10)
         right.legend(fontsize=7, frameon=False, loc="upper center", ncol=2)
     fig.tight_layout()
-    paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=150, metadata={"Date": None} if p.suffix == ".svg" else None)
-    plt.close(fig)
-    return paths
+    return save(fig, out)

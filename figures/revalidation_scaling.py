@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.revalidation_scaling import slope  # noqa: E402
+from figures.save import save  # noqa: E402
 
 MARKERS = {"ATR": "o", "FullScan": "s"}
 
@@ -43,8 +44,4 @@ def draw(tab: pd.DataFrame, out: Path) -> list[Path]:
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
-    paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=150, metadata={"Date": None} if p.suffix == ".svg" else None)
-    plt.close(fig)
-    return paths
+    return save(fig, out)

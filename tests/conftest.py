@@ -12,11 +12,7 @@ import os
 
 import pytest
 
-DEFAULT_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres connect_timeout=3"
-
-
-def postgres_dsn() -> str:
-    return os.environ.get("DRIFTLAB_POSTGRES_DSN", DEFAULT_DSN)
+from runners.race_store import postgres_dsn
 
 
 @pytest.fixture(scope="session")
