@@ -104,7 +104,7 @@ def reproduce(args: argparse.Namespace, names: list[str] | None = None) -> int:
                 "scenario_dirs": [str(Path(d).resolve()) for d in options.scenario_dirs], "extra": options.extra}
     resumed = check_manifest(run_dir, manifest)
     run_dir.mkdir(parents=True, exist_ok=True)
-    options.run_dir = run_dir
+    options.run_dir = run_dir.resolve()  # experiments may run subprocesses in other folders
     if not resumed:
         (run_dir / "run.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
     if is_default:
@@ -181,7 +181,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_analyze(args: argparse.Namespace) -> int:
     from analysis.pipeline import analyze
 
-    run_dir = Path(args.run_dir)
+    run_dir = Path(args.run_dir).resolve()  # `data/runs/latest` -> the run's own folder name
     if not (run_dir / "records").is_dir():
         raise DriftlabError(f"{run_dir}: not a run folder (no records/ inside)")
     sections = analyze(run_dir)

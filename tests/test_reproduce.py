@@ -27,9 +27,10 @@ def untimed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_quick_profile_end_to_end(tmp_path):
-    out = tmp_path / "quick"
-    result = driftlab("reproduce", "--profile", "quick", "--out", str(out), "--quiet")
+    result = driftlab("reproduce", "--profile", "quick", "--quiet", cwd=tmp_path)  # the default run folder
     assert result.returncode == 0, result.stderr
+    out = tmp_path / "data" / "runs" / "latest"
+    assert out.is_symlink() and out.resolve().parent == (tmp_path / "data" / "runs").resolve()
     for name in ("report.md", "provenance.json", "run.json", "tables/revalidation_outcomes.csv",
                  "tables/revalidation_outcomes.md", "figures/revalidation_outcomes.png", "figures/revalidation_outcomes.svg"):
         assert (out / name).exists(), name
