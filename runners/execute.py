@@ -10,6 +10,7 @@ is ever appended to, so no record can be duplicated.
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pandas as pd
@@ -46,6 +47,12 @@ def _work(args: tuple) -> tuple[str, int]:
     return cell.id, write_cell(run_dir, cell, experiment.run_cell(cell, options))
 
 
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the parent, which terminates them: a worker interrupted
+    mid-message could leave the pool's queues locked and the parent hung."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def pending(run_dir: Path, cells: list[Cell]) -> list[Cell]:
     return [c for c in cells if not cell_path(run_dir, c).exists()]
 
@@ -76,7 +83,7 @@ def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_d
         else:
             import multiprocess
 
-            with multiprocess.get_context("fork").Pool(jobs) as pool:
+            with multiprocess.get_context("fork").Pool(jobs, initializer=_ignore_sigint) as pool:
                 for cell_id, n in pool.imap_unordered(_work, args):
                     written += n
                     bar.update(by_id[cell_id].repetitions)

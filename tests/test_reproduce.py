@@ -95,6 +95,26 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
         assert (killed / "tables" / table).read_text() == (tmp_path / "whole" / "tables" / table).read_text()
 
 
+def test_ctrl_c_keeps_finished_cells_and_says_how_to_go_on(tmp_path):
+    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "300", "--jobs", "2", "--quiet",
+            "--out", str(tmp_path / "run")]
+    proc = subprocess.Popen([sys.executable, "-m", "runners.cli", *args], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    records = tmp_path / "run" / "records" / "revalidation_outcomes"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(records.glob("*.parquet"))) < 30:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's process group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "run the same command" in err
+    kept = len(list(records.glob("*.parquet")))
+    assert 30 <= kept < 420
+    again = driftlab(*args)
+    assert again.returncode == 0, again.stderr
+    got = load_records(tmp_path / "run", "revalidation_outcomes")
+    assert len(got) == 420 * 300 and not got.duplicated(["cell", "repetition"]).any()
+
+
 def test_a_finished_run_is_not_run_again_and_a_different_run_is_refused(tmp_path):
     out = tmp_path / "run"
     args = ("reproduce", "--only", "revalidation_outcomes", "--repetitions", "2", "--out", str(out), "--quiet")
