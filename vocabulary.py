@@ -163,7 +163,6 @@ def reverse_index(premises: Iterable[Premise]) -> dict[Ref, tuple[int, ...]]:
 
 
 # ---------------------------------------------------------------- records
-#: Columns every record has; experiments add their own after these.
-RECORD_KEYS = ("experiment", "cell", "repetition", "seed")
+#: Every record starts with ``experiment, cell``, the cell's parameters, ``repetition`` and ``seed``.
 #: Columns that hold timings: excluded when runs are compared for determinism.
 TIMING_COLUMNS = frozenset({"validation_us", "wall_us", "latency_us", "start_skew_us", "overlap_us"})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 PROFILES = ("quick", "paper")
 
@@ -78,6 +78,3 @@ class Experiment:
     def check(self, options: Options) -> None:
         """Raise DriftlabError for bad options before anything is written."""
 
-
-Columns = dict[str, list]
-Runner = Callable[[Cell, Options], Columns]
