@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from datetime import datetime, timezone
@@ -105,6 +106,7 @@ def reproduce(args: argparse.Namespace, names: list[str] | None = None) -> int:
     resumed = check_manifest(run_dir, manifest)
     run_dir.mkdir(parents=True, exist_ok=True)
     options.run_dir = run_dir.resolve()  # experiments may run subprocesses in other folders
+    shutil.rmtree(run_dir / "scratch", ignore_errors=True)  # temporary databases of a killed run
     if not resumed:
         (run_dir / "run.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
     if is_default:
@@ -123,6 +125,7 @@ def reproduce(args: argparse.Namespace, names: list[str] | None = None) -> int:
         print(f"driftlab: interrupted; finished cells are kept in {run_dir}; run the same command to go on",
               file=sys.stderr)
         return 130
+    shutil.rmtree(run_dir / "scratch", ignore_errors=True)
     write_provenance(run_dir, profile=args.profile, seed=args.seed, jobs=args.jobs, experiments=done,
                      resumed=resumed)
     analyze(run_dir)

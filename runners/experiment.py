@@ -58,6 +58,16 @@ class Options:
     extra: dict[str, Any] = field(default_factory=dict)  # sweep points and overrides, e.g. {"reads": [13, 29]}
     run_dir: Path | None = None  # set by the runner before cells run (for side files such as benchmark JSON)
 
+    @property
+    def scratch(self) -> Path | None:
+        """Where cells put temporary databases: inside the run folder, so that what a killed
+        run left behind is removed when the run is started again (None: the system's temp)."""
+        if self.run_dir is None:
+            return None
+        folder = Path(self.run_dir) / "scratch"
+        folder.mkdir(exist_ok=True)
+        return folder
+
 
 class Experiment:
     """Base class: subclasses set the class attributes and implement the two methods."""

@@ -41,6 +41,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+import psutil
+
 TARGET, POLICY = "driftlab_races_target", "driftlab_races_policy"
 TIMEOUT_S = 10  # busy timeout (SQLite) / lock timeout (PostgreSQL): a hang becomes an error
 DEFAULT_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres connect_timeout=3"
@@ -149,9 +151,9 @@ class SqliteRaceStore(RaceStore):
     backend = "sqlite"
     begin_write = "BEGIN IMMEDIATE"
 
-    def __init__(self, path: str | None = None) -> None:
-        """A new database in a temporary folder, or (``path``) the one another process created."""
-        self._dir = None if path else tempfile.TemporaryDirectory(prefix="driftlab_races_")
+    def __init__(self, path: str | None = None, scratch: Path | None = None) -> None:
+        """A new database in a temporary folder (under ``scratch``), or (``path``) the one another process created."""
+        self._dir = None if path else tempfile.TemporaryDirectory(prefix="driftlab_races_", dir=scratch)
         self.path = Path(path) if path else Path(self._dir.name) / "races.sqlite"
         self.location = str(self.path)
 
@@ -193,6 +195,10 @@ class PostgresRaceStore(RaceStore):
         import psycopg
 
         with psycopg.connect(self.dsn, autocommit=True) as conn:
+            for (orphan,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'driftlab\\_races\\_%'"):
+                pid = orphan.split("_")[2]
+                if pid.isdigit() and not psutil.pid_exists(int(pid)):  # left by a killed run
+                    conn.execute(f"DROP SCHEMA IF EXISTS {orphan} CASCADE")
             conn.execute(f"CREATE SCHEMA {self.schema}")
         super().create()
 
@@ -208,10 +214,10 @@ def attach(backend: str, location: str, dsn: str | None = None) -> RaceStore:
     return SqliteRaceStore(location) if backend == "sqlite" else PostgresRaceStore(dsn, location)
 
 
-def open_store(backend: str, dsn: str | None = None) -> RaceStore:
+def open_store(backend: str, dsn: str | None = None, scratch: Path | None = None) -> RaceStore:
     """A new, empty store (tables created) for one cell; call ``drop()`` when done."""
     if backend == "sqlite":
-        store: RaceStore = SqliteRaceStore()
+        store: RaceStore = SqliteRaceStore(scratch=scratch)
     elif backend == "postgres":
         store = PostgresRaceStore(dsn)
     else:

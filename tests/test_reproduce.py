@@ -120,7 +120,11 @@ def test_a_finished_run_is_not_run_again_and_a_different_run_is_refused(tmp_path
     args = ("reproduce", "--only", "revalidation_outcomes", "--repetitions", "2", "--out", str(out), "--quiet")
     assert driftlab(*args).returncode == 0
     before = {p: p.stat().st_mtime_ns for p in (out / "records").rglob("*.parquet")}
+    left_by_a_killed_run = out / "scratch" / "driftlab-durable-x" / "business-0.db"
+    left_by_a_killed_run.parent.mkdir(parents=True)
+    left_by_a_killed_run.write_bytes(b"")
     assert driftlab(*args).returncode == 0
+    assert not (out / "scratch").exists()
     assert before == {p: p.stat().st_mtime_ns for p in (out / "records").rglob("*.parquet")}
     refused = driftlab("reproduce", "--only", "revalidation_outcomes", "--repetitions", "2", "--seed", "99", "--out", str(out))
     assert refused.returncode == 2 and "seed" in refused.stderr and refused.stderr.count("\n") == 1

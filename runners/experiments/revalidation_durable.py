@@ -189,8 +189,11 @@ class Workspace:
     Everything is removed on exit.
     """
 
+    def __init__(self, scratch: Path | None = None):
+        self.scratch = scratch  # parent folder of the temporary one (None: the system's temp)
+
     def __enter__(self) -> "Workspace":
-        self._tmp = tempfile.TemporaryDirectory(prefix="driftlab-durable-")
+        self._tmp = tempfile.TemporaryDirectory(prefix="driftlab-durable-", dir=self.scratch)
         self.folder = Path(self._tmp.name)
         self.workflow = connect(self.folder / WORKFLOW_DB)
         try:
@@ -255,7 +258,7 @@ class RevalidationDurable(Experiment):
         p = cell.p
         workload = load_workloads(tuple(options.scenario_dirs))[p["workload"]]
         rows = []
-        with Workspace() as space:
+        with Workspace(options.scratch) as space:
             for rep in range(cell.repetitions):
                 seed = derive_seed(cell.seed, self.name, p["workload"], p["mutation_class"], rep)
                 rows.append({"repetition": rep, "seed": seed,

@@ -79,7 +79,7 @@ class RevalidationRaces(Experiment):
         p = cell.p
         history = HISTORIES[p["history"]]
         rows = []
-        store = open_store(p["backend"])
+        store = open_store(p["backend"], scratch=options.scratch)
         try:
             with Interpreter(store, p["binding"]) as interpreter:
                 for i in range(cell.repetitions):
