@@ -177,7 +177,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     experiment, key, _, _ = SWEEPS[args.sweep]
     if experiment not in EXPERIMENTS:
         raise DriftlabError(f"sweep {args.sweep}: experiment {experiment} is not in this version of driftlab")
-    args.extra = {key: getattr(args, key)}
+    args.extra = {key: getattr(args, key), "rounds": getattr(args, "rounds", None)}
     return reproduce(args, [experiment])
 
 
@@ -253,6 +253,8 @@ def parser() -> argparse.ArgumentParser:
         one = sweeps.add_parser(name, help=f"run {experiment} at the given points")
         run_options(one)
         one.add_argument(f"--{key}", type=parse, required=True, help=hint)
+        if name == "reads":
+            one.add_argument("--rounds", type=_positive, help="timed validations per repetition (default: profile's)")
         one.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
         one.set_defaults(func=cmd_sweep, mechanisms=None)
 
