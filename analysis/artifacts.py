@@ -27,30 +27,29 @@ from figures import revalidation_scaling as fig_revalidation_scaling
 class Artifact:
     name: str
     experiment: str  # whose records it reads
-    family: str
     table: Callable[[pd.DataFrame], pd.DataFrame]  # records -> table
     figure: Callable[[pd.DataFrame, pd.DataFrame, Path], list[Path]] | None  # (records, table, out) -> files
     report: Callable[[pd.DataFrame, pd.DataFrame], Section]  # (table, records) -> section
 
 
 ARTIFACTS: dict[str, Artifact] = {a.name: a for a in (
-    Artifact("revalidation_outcomes", "revalidation_outcomes", "revalidation",
+    Artifact("revalidation_outcomes", "revalidation_outcomes",
              revalidation_outcomes.table,
              lambda records, table, out: fig_revalidation_outcomes.draw(records, out),
              lambda table, records: revalidation_outcomes.report(table)),
-    Artifact("revalidation_durable", "revalidation_durable", "revalidation",
+    Artifact("revalidation_durable", "revalidation_durable",
              revalidation_durable.table,
              lambda records, table, out: fig_revalidation_durable.draw(table, out),
              revalidation_durable.report),
-    Artifact("revalidation_scaling", "revalidation_scaling", "revalidation",
+    Artifact("revalidation_scaling", "revalidation_scaling",
              revalidation_scaling.table,
              lambda records, table, out: fig_revalidation_scaling.draw(table, out),
              lambda table, records: revalidation_scaling.report(table)),
-    Artifact("revalidation_races", "revalidation_races", "revalidation",
+    Artifact("revalidation_races", "revalidation_races",
              revalidation_races.table,
              lambda records, table, out: fig_revalidation_races.draw(records, out),
              revalidation_races.report),
-    Artifact("revalidation_omission", "revalidation_omission", "revalidation",
+    Artifact("revalidation_omission", "revalidation_omission",
              revalidation_omission.table,
              lambda records, table, out: fig_revalidation_omission.draw(table, out),
              lambda table, records: revalidation_omission.report(table)),

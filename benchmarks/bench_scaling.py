@@ -10,7 +10,7 @@ reread), which the revalidation_scaling records keep beside the latency.
 """
 from __future__ import annotations
 
-from mechanisms import mechanism_name, resolve
+from mechanisms import resolve
 from runners.experiments.revalidation_scaling import WORKLOAD, fresh_copy, scaled_transaction, work
 from scenarios.workload import load_workloads
 
@@ -30,7 +30,7 @@ def test_validate(benchmark, point, request):
     mechanism = resolve(name)()
     txn, store = scaled_transaction(load_workloads(())[WORKLOAD], reads)
     benchmark.group = f"reads={reads}"
-    benchmark.extra_info.update({"mechanism": mechanism_name(type(mechanism)), "reads": reads, "repetition": rep,
+    benchmark.extra_info.update({"mechanism": name, "reads": reads, "repetition": rep,
                                  **work(mechanism, txn, store)})
     benchmark.pedantic(mechanism.validate, setup=lambda: ((fresh_copy(txn), store), {}),
                        rounds=rounds, warmup_rounds=max(1, rounds // 10))

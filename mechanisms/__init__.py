@@ -34,6 +34,3 @@ def resolve(name: str) -> type[Mechanism]:
         raise MechanismError(f"mechanism {name!r} is not a class with a validate(txn, store) method")
     return cls
 
-
-def mechanism_name(cls: type) -> str:
-    return getattr(cls, "name", cls.__name__)

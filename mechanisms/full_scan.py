@@ -14,9 +14,8 @@ class FullScan(Mechanism):
     name = "FullScan"
 
     def validate(self, txn, store):
-        observed = txn.observed
+        observed, seq = txn.observed, store.seq
         fresh = reread(txn, store, list(txn.reads))
-        _, seq = store.changes_since(store.seq)
         outcome, n, failed = evaluate(txn.premises, range(len(txn.premises)), fresh.__getitem__, observed)
         txn.observed = fresh
         txn.seq = seq

@@ -27,11 +27,11 @@ def decide(workload: Workload, store: Store, dependencies: dict | None = None) -
     ``dependencies`` defaults to the complete reverse index of the premises;
     the omission fault and conservative linking pass their own.
     """
+    seq = store.seq  # before reading: a write racing the reads shows up in the log after it
     reads, observed = {}, {}
     for ref in workload.reads:
         observed[ref], reads[ref] = store.read(ref)
     objects = {obj: store.version(obj) for obj in workload.read_objects}
-    _, seq = store.changes_since(store.seq)
     deps = workload.dependencies if dependencies is None else dependencies
     return AgentTransaction(reads, observed, objects, workload.premises, workload.intent, seq, deps)
 

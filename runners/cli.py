@@ -146,24 +146,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return code
 
 
-def _reads(text: str) -> list[int]:
-    try:
-        points = sorted({int(x) for x in text.split(",") if x.strip()})
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
-    if not points or points[0] < 1:
-        raise argparse.ArgumentTypeError("read counts must be at least 1")
-    return points
+def _points(cast, low: float, high: float, what: str):
+    """An argparse type: a comma-separated list of numbers in [low, high], deduplicated and sorted."""
+    def parse(text: str) -> list:
+        try:
+            points = sorted({cast(x) for x in text.split(",") if x.strip()})
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of {cast.__name__} values") from None
+        if not points or points[0] < low or points[-1] > high:
+            raise argparse.ArgumentTypeError(what)
+        return points
+    return parse
 
 
-def _rates(text: str) -> list[float]:
-    try:
-        points = sorted({float(x) for x in text.split(",") if x.strip()})
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers") from None
-    if not points or points[0] < 0 or points[-1] > 1:
-        raise argparse.ArgumentTypeError("omission rates are probabilities between 0 and 1")
-    return points
+_reads = _points(int, 1, float("inf"), "read counts must be at least 1")
+_rates = _points(float, 0, 1, "omission rates are probabilities between 0 and 1")
 
 
 #: sweep name -> (experiment it runs, option it sets, parser of the points)

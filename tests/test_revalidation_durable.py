@@ -24,8 +24,8 @@ from vocabulary import MUTATION_CLASSES
 STATE = {"order.amount": 80, "order.refunded": False, "policy.refund_limit": 100}
 
 
-def in_process(fn) -> int:
-    """Run ``fn()`` in a forked child; its exit code (0 if fn returned True)."""
+def fork(fn) -> int:
+    """Start ``fn()`` in a forked child (exit code 0 if it returned True); its pid."""
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -33,7 +33,16 @@ def in_process(fn) -> int:
             code = 0 if fn() else 3
         finally:
             os._exit(code)
+    return pid
+
+
+def exit_code(pid: int) -> int:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def in_process(fn) -> int:
+    """Run ``fn()`` in a forked child and wait; its exit code."""
+    return exit_code(fork(fn))
 
 
 # ------------------------------------------------------------ SqliteStore
@@ -80,18 +89,9 @@ def test_two_processes_committing_the_same_token_exactly_one_wins(tmp_path):
                 os.read(go_r, 1)  # both start together
                 return s.commit([("order.refunded", 0)], {"order.refunded": True})
 
-        pids = []
-        for _ in range(2):
-            pid = os.fork()
-            if pid == 0:
-                code = 1
-                try:
-                    code = 0 if racer() else 3
-                finally:
-                    os._exit(code)
-            pids.append(pid)
+        pids = [fork(racer), fork(racer)]
         os.write(go_w, b"xx")
-        codes = sorted(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids)
+        codes = sorted(exit_code(p) for p in pids)
         os.close(go_r), os.close(go_w)
         assert codes == [0, 3], f"round {round_}: exit codes {codes} (0 = committed, 3 = refused)"
         with SqliteStore(path) as s:
