@@ -20,7 +20,7 @@ import pandas as pd
 from analysis.reference import paper_value, reference
 from analysis.report import Section, row
 from analysis.revalidation_outcomes import classify
-from vocabulary import MUTATION_CLASSES
+from vocabulary.revalidation import MUTATION_CLASSES
 
 COLUMNS = ["cell", "mechanism", "executions", "oracle_agreement", "released", "invalid_effects",
            "premises_per_change"]

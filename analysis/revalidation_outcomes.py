@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis.reference import paper_value, reference
 from analysis.report import Section, row
-from vocabulary import MUTATION_CLASSES, Outcome
+from vocabulary.revalidation import MUTATION_CLASSES, Outcome
 
 COLUMNS = ["mechanism", "mutation_class", "executions", "oracle_agreement", "false_allows", "false_blocks",
            "invalid_effects", "unnecessary_replans", "premises_per_change"]

@@ -14,7 +14,7 @@ from runners.experiment import derive_seed
 from runners.experiments.revalidation_outcomes import DEFAULT_MECHANISMS, run_execution
 from scenarios.schedules import load_schedules
 from scenarios.workload import load_workloads
-from vocabulary import MUTATION_CLASSES
+from vocabulary.revalidation import MUTATION_CLASSES
 
 BASE_SEED = 20260901  # the CLI's default --seed
 

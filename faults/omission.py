@@ -35,7 +35,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
-from vocabulary import RELEASING, Change, Ref
+from vocabulary.revalidation import RELEASING, Change, Ref
 
 if TYPE_CHECKING:  # faults speak the vocabulary; the workload is only read through its attributes
     from scenarios.workload import Workload

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.revalidation_outcomes import classify  # noqa: E402
-from vocabulary import MUTATION_CLASSES  # noqa: E402
+from vocabulary.revalidation import MUTATION_CLASSES  # noqa: E402
 from figures.save import save  # noqa: E402
 
 COLORS = {"KEEP": "#4c9a2a", "REFRESH": "#8fbcd4", "REPLAN": "#f0a030", "BLOCK": "#c0392b"}

@@ -14,7 +14,7 @@ reads).  Its safety is conditional on complete dependencies: an omitted edge
 hides the change and drops the token (the omission experiment measures it).
 """
 from mechanisms.base import Mechanism, evaluate, reread
-from vocabulary import Outcome, Validation
+from vocabulary.revalidation import Outcome, Validation
 
 
 class ATR(Mechanism):

@@ -2,7 +2,7 @@
 
 A mechanism is asked, just before an agent's effect is released, whether the
 agent transaction's decision still stands: ``validate(txn, store)`` returns a
-:class:`~vocabulary.Validation` (outcome, premises evaluated, tokens to bind to
+:class:`~vocabulary.revalidation.Validation` (outcome, premises evaluated, tokens to bind to
 the commit).  It may rebase the transaction (record the values and versions it
 has just checked) so that a later revalidation starts from there.  The runner,
 not the mechanism, commits the effect with the tokens and revalidates when the
@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar
 
-from vocabulary import AgentTransaction, Outcome, Ref, Store, Validation
+from vocabulary.revalidation import AgentTransaction, Outcome, Ref, Store, Validation
 
 
 class Mechanism(ABC):

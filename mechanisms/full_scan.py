@@ -7,7 +7,7 @@ change; 2,595.9 µs at 4,093 reads).  It binds the versions of all premise
 evidence to the commit.
 """
 from mechanisms.base import Mechanism, evaluate, reread
-from vocabulary import Validation
+from vocabulary.revalidation import Validation
 
 
 class FullScan(Mechanism):

@@ -4,7 +4,7 @@ It evaluates nothing and binds nothing, so every change whose oracle is
 REFRESH, REPLAN or BLOCK becomes an invalid effect (the paper: 60% of its executions).
 """
 from mechanisms.base import Mechanism
-from vocabulary import Outcome, Validation
+from vocabulary.revalidation import Outcome, Validation
 
 
 class NoCheck(Mechanism):

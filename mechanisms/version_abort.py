@@ -7,7 +7,7 @@ does, so a change between check and commit is caught too.  It never
 releases an invalid effect and replans every safe change (the paper: all of them).
 """
 from mechanisms.base import Mechanism
-from vocabulary import Outcome, Validation
+from vocabulary.revalidation import Outcome, Validation
 
 
 class VersionAbort(Mechanism):

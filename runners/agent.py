@@ -1,7 +1,7 @@
 """The agent's side of a decision-revalidation execution: decide, park, resume, release.
 
 An agent reads the workload's fields, records its premises, dependencies and
-intent as an :class:`~vocabulary.AgentTransaction`, waits (tool, approval,
+intent as an :class:`~vocabulary.revalidation.AgentTransaction`, waits (tool, approval,
 pause), and finally asks a mechanism to validate before releasing the effect
 with the returned tokens (ATR paper §3, "Validation pipeline" and "Effect
 binding").  A checkpoint is plain JSON: what the durable cells persist to
@@ -15,7 +15,7 @@ from time import perf_counter_ns
 from typing import Any
 
 from scenarios.workload import Workload
-from vocabulary import RELEASING, AgentTransaction, Outcome, Store
+from vocabulary.revalidation import RELEASING, AgentTransaction, Outcome, Store
 
 #: A commit refused this many times in a row ends fail-closed (BLOCK).
 MAX_COMMIT_ATTEMPTS = 4

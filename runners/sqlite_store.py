@@ -1,4 +1,4 @@
-"""A SQLite target store: the :class:`vocabulary.Store` protocol over real transactions.
+"""A SQLite target store: the :class:`vocabulary.revalidation.Store` protocol over real transactions.
 
 The durable cells of the ATR paper (§4 "Durable evaluation", §5 "Durable
 workflow cells") persist business state in SQLite, and separate processes
@@ -32,7 +32,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from vocabulary import Ref
+from vocabulary.revalidation import Ref
 
 BUSY_TIMEOUT_MS = 10_000
 

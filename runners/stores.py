@@ -5,13 +5,13 @@ dict of fields, a version per field and per object, an append-only change
 log, and ``commit(tokens, effect)``, which applies the effect only if every
 token still names the current version (target-side compare-and-set).  The
 SQLite and Postgres stores of the durable and race experiments implement the
-same :class:`vocabulary.Store` protocol over real transactions.
+same :class:`vocabulary.revalidation.Store` protocol over real transactions.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from vocabulary import Ref
+from vocabulary.revalidation import Ref
 
 
 class MemoryStore:

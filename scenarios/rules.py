@@ -17,7 +17,7 @@ import operator
 import re
 from typing import Any
 
-from vocabulary import Check, Ref
+from vocabulary.revalidation import Check, Ref
 
 OPERATORS = {
     "==": operator.eq,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from scenarios.rules import RuleError, compile_rule
-from vocabulary import MUTATION_CLASSES, Change, Intent, Outcome, Premise, Ref, object_of, reverse_index
+from vocabulary.revalidation import MUTATION_CLASSES, Change, Intent, Outcome, Premise, Ref, object_of, reverse_index
 
 BUILTIN_DIR = Path(__file__).parent / "workloads"
 ENV_DIRS = "DRIFTLAB_SCENARIOS"

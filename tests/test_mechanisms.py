@@ -13,7 +13,7 @@ from mechanisms.version_abort import VersionAbort
 from runners.agent import decide, release
 from runners.stores import MemoryStore
 from scenarios.workload import load_workloads
-from vocabulary import AgentTransaction, Outcome, Premise, Validation, dominant, reverse_index
+from vocabulary.revalidation import AgentTransaction, Outcome, Premise, Validation, dominant, reverse_index
 
 REFUND = load_workloads()["refund"]
 

@@ -146,7 +146,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
 
 def test_compare_and_a_users_own_mechanism(tmp_path):
     (tmp_path / "my_mechanisms.py").write_text(
-        "from vocabulary import Outcome, Validation\n"
+        "from vocabulary.revalidation import Outcome, Validation\n"
         "class AlwaysReplan:\n"
         "    name = 'AlwaysReplan'\n"
         "    def validate(self, txn, store):\n"

@@ -19,7 +19,7 @@ from runners.experiment import Options
 from runners.experiments.revalidation_durable import WORKLOADS, RevalidationDurable, Workspace
 from runners.sqlite_store import SqliteStore
 from scenarios.workload import load_workloads
-from vocabulary import MUTATION_CLASSES
+from vocabulary.revalidation import MUTATION_CLASSES
 
 STATE = {"order.amount": 80, "order.refunded": False, "policy.refund_limit": 100}
 

@@ -11,7 +11,7 @@ from runners.cli import main
 from runners.experiment import Options
 from runners.experiments.revalidation_omission import RevalidationOmission
 from scenarios.workload import load_workloads
-from vocabulary import Change
+from vocabulary.revalidation import Change
 
 EXPERIMENT = RevalidationOmission()
 

@@ -10,7 +10,7 @@ import pytest
 
 from scenarios.rules import RuleError, compile_rule
 from scenarios.workload import BUILTIN_DIR, ScenarioError, load_workloads, parse_workload
-from vocabulary import MUTATION_CLASSES, Outcome
+from vocabulary.revalidation import MUTATION_CLASSES, Outcome
 
 REFUND = (BUILTIN_DIR / "refund.toml").read_text()
 

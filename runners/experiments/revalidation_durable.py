@@ -54,7 +54,7 @@ from runners.agent import checkpoint, decide, release, resume
 from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
 from runners.sqlite_store import SqliteStore, connect
 from scenarios.workload import Workload, load_workloads, parse_workload
-from vocabulary import MUTATION_CLASSES
+from vocabulary.revalidation import MUTATION_CLASSES
 
 WORKLOADS = ("refund", "procurement")
 DEFAULT_MECHANISMS = ("NoCheck", "VersionAbort", "FullScan", "ATR")  # as in revalidation_outcomes

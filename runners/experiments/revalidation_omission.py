@@ -37,7 +37,7 @@ from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_
 from runners.experiments.revalidation_outcomes import pick_changes, run_schedule
 from scenarios.schedules import Schedule, load_schedules
 from scenarios.workload import Workload, load_workloads
-from vocabulary import Outcome
+from vocabulary.revalidation import Outcome
 
 DEFAULT_RATES = (0.0, 0.01, 0.05, 0.10, 0.20)
 DEFAULT_MECHANISMS = ("ATR",)

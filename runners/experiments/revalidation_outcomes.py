@@ -19,7 +19,7 @@ from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_
 from runners.stores import MemoryStore
 from scenarios.schedules import load_schedules
 from scenarios.workload import Workload, load_workloads
-from vocabulary import MUTATION_CLASSES, Outcome
+from vocabulary.revalidation import MUTATION_CLASSES, Outcome
 
 DEFAULT_MECHANISMS = ("NoCheck", "VersionAbort", "FullScan", "ATR")
 REPETITIONS = {"quick": 20, "paper": 2000}

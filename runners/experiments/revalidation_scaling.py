@@ -34,7 +34,7 @@ from runners.agent import decide
 from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
 from runners.stores import MemoryStore
 from scenarios.workload import Workload, load_workloads
-from vocabulary import AgentTransaction, Store
+from vocabulary.revalidation import AgentTransaction, Store
 
 #: The paper's read counts, 2^k - 3 for k = 4..12.
 DEFAULT_READS = tuple(2 ** k - 3 for k in range(4, 13))

@@ -1,8 +1,8 @@
-"""The lab's shared vocabulary: outcomes, premises, intents, changes, records.
+"""The decision-revalidation family's vocabulary: outcomes, premises, intents, changes.
 
-Every other module (scenarios, faults, mechanisms, runners, analysis) speaks in
-these names and nothing else, so that one concept has one name everywhere
-(DESIGN.md, "Vocabulary").
+The revalidation modules (its scenarios, faults, mechanisms, runners and
+analysis) speak in these names, so that one concept has one name everywhere
+(DESIGN.md, "Vocabulary"); what all three families share is in ``vocabulary``.
 
 Decision revalidation (ATR paper, arXiv 2609.08015) models a pending agent
 action as an *agent transaction*: the agent **read** versioned fields
@@ -160,9 +160,3 @@ def reverse_index(premises: Iterable[Premise]) -> dict[Ref, tuple[int, ...]]:
         for ref in premise.evidence:
             index.setdefault(ref, []).append(i)
     return {ref: tuple(ids) for ref, ids in index.items()}
-
-
-# ---------------------------------------------------------------- records
-#: Every record starts with ``experiment, cell``, the cell's parameters, ``repetition`` and ``seed``.
-#: Columns that hold timings: excluded when runs are compared for determinism.
-TIMING_COLUMNS = frozenset({"validation_us", "wall_us", "latency_us", "start_skew_us", "overlap_us"})
