@@ -16,29 +16,47 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from runners.experiment import Cell, Experiment, Options
+from runners.experiment import Cell, CellOutput, Experiment, Options
+from vocabulary import History, history_to_jsonl
 
 RECORDS = "records"
+HISTORIES = "histories"
 
 
 def cell_path(run_dir: Path, cell: Cell) -> Path:
     return run_dir / RECORDS / cell.experiment / cell.filename
 
 
-def write_cell(run_dir: Path, cell: Cell, columns: dict[str, list]) -> int:
-    """Write one cell's records atomically; returns the number of records."""
+def _atomic_write(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write(tmp)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def history_path(run_dir: Path, cell: Cell) -> Path:
+    return run_dir / HISTORIES / cell.experiment / cell.filename.replace(".parquet", ".jsonl")
+
+
+def write_cell(run_dir: Path, cell: Cell, output: "dict[str, list] | CellOutput") -> int:
+    """Write one cell's history (if any) and then its records, each atomically; returns the number of records.
+
+    The records file is written last: its presence is what marks the cell finished."""
+    if not isinstance(output, CellOutput):
+        output = CellOutput(output)
+    if output.history is not None:
+        history: History = output.history
+        _atomic_write(history_path(run_dir, cell),
+                      lambda tmp: tmp.write_text(history_to_jsonl(history), encoding="utf-8"))
+    columns = output.records
     frame = pd.DataFrame(columns)
     for i, (key, value) in enumerate(cell.params):
         frame.insert(i, key, value)
     frame.insert(0, "cell", cell.id)
     frame.insert(0, "experiment", cell.experiment)
-    path = cell_path(run_dir, cell)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    frame.to_parquet(tmp, index=False)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    _atomic_write(cell_path(run_dir, cell), lambda tmp: frame.to_parquet(tmp, index=False))
     return len(frame)
 
 
@@ -59,8 +77,9 @@ def pending(run_dir: Path, cells: list[Cell]) -> list[Cell]:
 
 def remove_partial_files(run_dir: Path, experiment: str) -> None:
     """Temporary files a killed run left behind (never read: records are only *.parquet)."""
-    for tmp in (run_dir / RECORDS / experiment).glob(".*.tmp"):
-        tmp.unlink(missing_ok=True)
+    for folder in (RECORDS, HISTORIES):
+        for tmp in (run_dir / folder / experiment).glob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
 
 
 def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_dir: Path, jobs: int,

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from vocabulary import History
+
 PROFILES = ("quick", "paper")
 
 
@@ -69,6 +71,19 @@ class Options:
         return folder
 
 
+@dataclass
+class CellOutput:
+    """What one cell returns: its records as columns (equal-length lists) and, optionally, its history.
+
+    The history (every operation of the cell's executions, grouped by
+    ``value["group"]``) is written to ``histories/<experiment>/<cell>.jsonl``
+    beside the records, so ``driftlab check`` can re-judge it later.
+    """
+
+    records: dict[str, list]
+    history: History | None = None
+
+
 class Experiment:
     """Base class: subclasses set the class attributes and implement the two methods."""
 
@@ -81,8 +96,8 @@ class Experiment:
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         raise NotImplementedError
 
-    def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
-        """Run one cell; return its records as columns (equal-length lists)."""
+    def run_cell(self, cell: Cell, options: Options) -> "dict[str, list] | CellOutput":
+        """Run one cell; return its records as columns (equal-length lists), or a CellOutput with its history."""
         raise NotImplementedError
 
     def check(self, options: Options) -> None:
