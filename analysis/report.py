@@ -13,12 +13,50 @@ from pathlib import Path
 
 
 @dataclass
+class Matrix:
+    """A Hermitage-style matrix: rows x columns, a short verdict in each cell.
+
+    ``cells[(row, column)]`` is what this run measured (e.g. "prevented",
+    "occurs", "holds", "violated"); ``paper`` holds the published cell where
+    there is one, and the rendering marks every cell that differs from it.
+    """
+
+    title: str
+    rows: list[str]
+    columns: list[str]
+    cells: dict[tuple[str, str], str]
+    paper: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def differences(self) -> list[tuple[str, str, str, str]]:
+        """(row, column, ours, paper) for every cell whose published value differs from ours."""
+        return [(r, c, self.cells.get((r, c), "-"), self.paper[(r, c)])
+                for r in self.rows for c in self.columns
+                if (r, c) in self.paper and self.paper[(r, c)] != self.cells.get((r, c), "-")]
+
+    def render(self) -> str:
+        lines = [f"**{self.title}**", "", "| | " + " | ".join(self.columns) + " |", "|---|" + "---|" * len(self.columns)]
+        for r in self.rows:
+            shown = []
+            for c in self.columns:
+                ours = self.cells.get((r, c), "-")
+                paper = self.paper.get((r, c))
+                shown.append(ours if paper is None or paper == ours else f"{ours} (paper: {paper})")
+            lines.append(f"| {r} | " + " | ".join(shown) + " |")
+        diffs = self.differences()
+        if self.paper:
+            lines += ["", "Cells that differ from the paper: " + ("none" if not diffs else
+                      "; ".join(f"{r} x {c}: ours {o}, paper {p}" for r, c, o, p in diffs)) + "."]
+        return "\n".join(lines) + "\n"
+
+
+@dataclass
 class Section:
     artifact: str
     title: str
     rows: list[dict] = field(default_factory=list)  # metric, ours, paper, difference
     notes: str = ""
     files: list[str] = field(default_factory=list)
+    matrices: list[Matrix] = field(default_factory=list)  # Hermitage-style sections
 
 
 def _fmt(value: float, kind: str) -> str:
@@ -73,6 +111,8 @@ def render(sections: list[Section], header: str) -> str:
             out += ["| metric | ours | paper | difference |", "|---|---|---|---|"]
             out += [f"| {r['metric']} | {r['ours']} | {r['paper']} | {r['difference']} |" for r in s.rows]
             out.append("")
+        for m in s.matrices:
+            out += [m.render()]
         if s.notes:
             out += [s.notes.strip(), ""]
         if s.files:
