@@ -1,12 +1,21 @@
-"""Mechanisms under test, by name; a user's own plugs in as ``package.module:Class``.
+"""Mechanisms under test, per family; a user's own plugs in as ``package.module:Class``.
 
-A new mechanism is one module plus one line in :data:`REVALIDATION`.
+Each family has a registry (name -> ``module:Class``) and a protocol: the
+methods a class must have to be a mechanism of that family.
+
+- revalidation: ``validate(txn, store) -> Validation`` (NoCheck, VersionAbort, FullScan, ATR)
+- isolation: the isolation profiles (SRC, RSR, CR, SSI, StaticPinning, ...), see ``mechanisms.isolation``
+- resume: the durable runtimes (naive, sequencer, LangGraph adapters), see ``mechanisms.resume``
+
+A new mechanism is one module plus one line in its family's registry; a new
+family is one :class:`Family` line in :data:`FAMILIES`.  ``--mechanisms``
+applies to the experiments of the families whose protocol a mechanism
+implements; a name that fits none is refused.
 """
 from __future__ import annotations
 
 import importlib
-
-from mechanisms.base import Mechanism
+from dataclasses import dataclass
 
 REVALIDATION: dict[str, str] = {
     "NoCheck": "mechanisms.nocheck:NoCheck",
@@ -16,21 +25,71 @@ REVALIDATION: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class Family:
+    name: str
+    registry: dict[str, str]  # mechanism name -> "package.module:Class"
+    methods: tuple[str, ...]  # the family's protocol: a class with these methods is one of its mechanisms
+    protocol: str  # the protocol in one line, for messages and `driftlab list`
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("revalidation", REVALIDATION, ("validate",), "validate(txn, store) -> Validation"),
+)}
+
+
 class MechanismError(ValueError):
     """An unknown or unloadable mechanism; the message is one line."""
 
 
-def resolve(name: str) -> type[Mechanism]:
-    """A registered name (``ATR``) or a dotted path (``package.module:Class``) -> the class."""
-    path = REVALIDATION.get(name, name)
-    if ":" not in path:
-        raise MechanismError(f"unknown mechanism {name!r} (known: {', '.join(REVALIDATION)}; or give package.module:Class)")
+def load(path: str, shown: str) -> type:
+    """Import ``package.module:Class`` by its dotted path alone; every failure is one line."""
     module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise MechanismError(f"mechanism {shown!r}: give a registered name or package.module:Class")
     try:
-        cls = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise MechanismError(f"cannot load mechanism {name!r}: {exc}") from None
-    if not (isinstance(cls, type) and callable(getattr(cls, "validate", None))):
-        raise MechanismError(f"mechanism {name!r} is not a class with a validate(txn, store) method")
+        module = importlib.import_module(module_name)
+    except SyntaxError as exc:
+        raise MechanismError(f"cannot load mechanism {shown!r}: syntax error in {exc.filename}, line {exc.lineno}: {exc.msg}") from None
+    except Exception as exc:  # noqa: BLE001 - a plug-in may raise anything on import; report it in one line
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise MechanismError(f"cannot load mechanism {shown!r}: importing {module_name} raised {type(exc).__name__}"
+                             + (f": {first}" if first else "")) from None
+    cls = getattr(module, attr, None)
+    if not isinstance(cls, type):
+        raise MechanismError(f"cannot load mechanism {shown!r}: {module_name} has no class {attr!r}")
     return cls
 
+
+def families_of(cls: type) -> list[str]:
+    """The families whose protocol ``cls`` implements."""
+    return [f.name for f in FAMILIES.values() if all(callable(getattr(cls, m, None)) for m in f.methods)]
+
+
+def resolve(name: str, family: str = "revalidation") -> type:
+    """A registered name of ``family`` or a dotted path -> the class, checked against the family's protocol."""
+    fam = FAMILIES[family]
+    if name in fam.registry:
+        return load(fam.registry[name], name)
+    if ":" not in name:
+        known = ", ".join(f"{n} ({f.name})" for f in FAMILIES.values() for n in f.registry)
+        raise MechanismError(f"unknown mechanism {name!r} (known: {known}; or give package.module:Class)")
+    cls = load(name, name)
+    if family not in families_of(cls):
+        raise MechanismError(f"mechanism {name!r} is not a {family} mechanism: it needs {fam.protocol}")
+    return cls
+
+
+def family_of_name(name: str) -> list[str]:
+    """The families a mechanism name (registered or dotted) belongs to; error if none."""
+    registered = [f.name for f in FAMILIES.values() if name in f.registry]
+    if registered:
+        return registered
+    if ":" not in name:
+        known = ", ".join(f"{n} ({f.name})" for f in FAMILIES.values() for n in f.registry)
+        raise MechanismError(f"unknown mechanism {name!r} (known: {known}; or give package.module:Class)")
+    fams = families_of(load(name, name))
+    if not fams:
+        protocols = "; ".join(f"{f.name}: {f.protocol}" for f in FAMILIES.values())
+        raise MechanismError(f"mechanism {name!r} implements no family's protocol ({protocols})")
+    return fams
