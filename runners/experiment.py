@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
+from analysis.artifact import Artifact
 from vocabulary import History
 
 PROFILES = ("quick", "paper")
@@ -55,10 +56,18 @@ class Options:
     """What the user asked for beyond the profile (mechanisms, scenario folders, sweep points...)."""
 
     mechanisms: tuple[str, ...] | None = None
+    mechanism_families: dict[str, tuple[str, ...]] = field(default_factory=dict)  # family -> names given for it
+    workloads: tuple[str, ...] | None = None  # --workloads: the revalidation workloads to run (None: all)
     scenario_dirs: tuple[str, ...] = ()
     backend: str = "sqlite"  # sqlite | postgres: the shared store of cross-process experiments
     extra: dict[str, Any] = field(default_factory=dict)  # sweep points and overrides, e.g. {"reads": [13, 29]}
     run_dir: Path | None = None  # set by the runner before cells run (for side files such as benchmark JSON)
+
+    def mechanisms_for(self, family: str) -> tuple[str, ...] | None:
+        """The mechanisms the user named that implement ``family``'s protocol (None: use the defaults)."""
+        if self.mechanisms is None:
+            return None
+        return self.mechanism_families.get(family) or None
 
     @property
     def scratch(self) -> Path | None:
@@ -84,14 +93,42 @@ class CellOutput:
     history: History | None = None
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep an experiment offers on the command line: ``driftlab sweep NAME --OPTION a,b,c``."""
+
+    option: str  # the option's name, also the key in Options.extra
+    parse: Callable[[str], list]  # argparse type: text -> sorted points (raises argparse.ArgumentTypeError)
+    help: str
+
+
 class Experiment:
-    """Base class: subclasses set the class attributes and implement the two methods."""
+    """Base class: subclasses set the class attributes and implement ``cells`` and ``run_cell``.
+
+    An experiment declares everything the engine and the CLI need about it:
+    its artifacts (table, figure, report section), the sweeps it offers, and
+    whether ``driftlab compare`` runs it.
+    """
 
     name: ClassVar[str]  # the experiment's artifact name, e.g. "revalidation_outcomes"
     family: ClassVar[str]  # revalidation | isolation | resume
     description: ClassVar[str]
     #: cells run in parallel worker processes unless False (e.g. benchmarks, which want a quiet machine)
     parallel: ClassVar[bool] = True
+    #: the artifacts built from this experiment's records (analysis.artifact.Artifact)
+    artifacts: ClassVar[tuple[Artifact, ...]] = ()
+    #: sweeps offered as `driftlab sweep NAME`
+    sweeps: ClassVar[dict[str, Sweep]] = {}
+    #: `driftlab compare` runs this experiment and prints ``compare_table`` of its first artifact
+    compare: ClassVar[bool] = False
+    #: False if the experiment runs only the lab's own scenarios (a --scenario-dir is then said to be ignored)
+    uses_user_scenarios: ClassVar[bool] = True
+    #: rough cost of one execution on one core, for refusing impossible requests before they start
+    seconds_per_execution: ClassVar[float] = 0.001
+
+    def compare_table(self, table):
+        """The part of the first artifact's table that `driftlab compare` prints (default: all of it)."""
+        return table
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         raise NotImplementedError
