@@ -41,17 +41,14 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
-import traceback
 from pathlib import Path
 
 from mechanisms import resolve
 from runners.agent import checkpoint, decide, release, resume
 from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
+from runners.processes import StepServer, fork_call as fork_step  # noqa: F401 - the generic helpers live there now
 from runners.sqlite_store import SqliteStore, connect
 from scenarios.workload import Workload, load_workloads, parse_workload
 from vocabulary.revalidation import MUTATION_CLASSES
@@ -115,68 +112,6 @@ def resume_and_release(folder: str, rep: int, workload_path: str, mechanism_name
 
 
 STEPS = {step.__name__: step for step in (decide_and_park, second_actor, resume_and_release)}
-
-
-# ------------------------------------------------------------ starting the processes
-def fork_step(step, args) -> tuple[int, int]:
-    """Run ``step(*args)`` in a forked process and wait for it: (its pid, its exit code)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            step(*args)
-            code = 0
-        except BaseException:  # noqa: BLE001 - reported on stderr; the exit code carries it
-            traceback.print_exc()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return pid, os.waitstatus_to_exitcode(status)
-
-
-def serve() -> None:
-    """The step server: one JSON request ``[step, args]`` per line on stdin -> fork it -> ``[pid, code]``.
-
-    It never opens a database, so no SQLite connection crosses a fork.  Replies
-    go to the original stdout; anything the steps print goes to stderr.  It
-    ignores Ctrl-C and ends when its parent closes stdin (or dies).
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    replies = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    for line in sys.stdin:
-        name, args = json.loads(line)
-        replies.write(json.dumps(fork_step(STEPS[name], args)) + "\n")
-        replies.flush()
-
-
-class StepServer:
-    """A small process (this file run as a script, without pandas) that forks each step on request."""
-
-    def __init__(self):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        self.proc = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, env=env)
-
-    def run(self, step, *args) -> int:
-        """Run one step in its own process and wait for it; its pid (an error if it failed)."""
-        self.proc.stdin.write(json.dumps([step.__name__, args]) + "\n")
-        self.proc.stdin.flush()
-        reply = self.proc.stdout.readline()
-        if not reply:
-            raise RuntimeError(f"the durable step server exited with code {self.proc.wait()}")
-        pid, code = json.loads(reply)
-        if code != 0:
-            raise RuntimeError(f"durable step {step.__name__} (pid {pid}) exited with code {code}")
-        return pid
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.stdout.close()
-        self.proc.wait(timeout=30)
 
 
 # ------------------------------------------------------------ one cell's executions
@@ -265,6 +200,3 @@ class RevalidationDurable(Experiment):
                              **space.execute(workload, p["mutation_class"], p["mechanism"], seed, rep)})
         return {k: [r[k] for r in rows] for k in rows[0]}
 
-
-if __name__ == "__main__":  # run as a script: the step server of StepServer
-    serve()
