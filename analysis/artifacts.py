@@ -5,14 +5,8 @@ is one analysis module, one figure module and one entry here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable
-
-import pandas as pd
-
 from analysis import revalidation_omission, revalidation_outcomes
-from analysis.report import Section
+from analysis.artifact import Artifact
 from analysis import revalidation_races
 from figures import revalidation_races as fig_revalidation_races
 from analysis import revalidation_durable
@@ -23,33 +17,28 @@ from analysis import revalidation_scaling
 from figures import revalidation_scaling as fig_revalidation_scaling
 
 
-@dataclass(frozen=True)
-class Artifact:
-    name: str
-    experiment: str  # whose records it reads
-    table: Callable[[pd.DataFrame], pd.DataFrame]  # records -> table
-    figure: Callable[[pd.DataFrame, pd.DataFrame, Path], list[Path]] | None  # (records, table, out) -> files
-    report: Callable[[pd.DataFrame, pd.DataFrame], Section]  # (table, records) -> section
+def _legacy(name, experiment, table, figure, report) -> Artifact:
+    return Artifact(name, table=table, report=report, draw=figure, experiment=experiment)
 
 
 ARTIFACTS: dict[str, Artifact] = {a.name: a for a in (
-    Artifact("revalidation_outcomes", "revalidation_outcomes",
+    _legacy("revalidation_outcomes", "revalidation_outcomes",
              revalidation_outcomes.table,
              lambda records, table, out: fig_revalidation_outcomes.draw(records, out),
              lambda table, records: revalidation_outcomes.report(table)),
-    Artifact("revalidation_durable", "revalidation_durable",
+    _legacy("revalidation_durable", "revalidation_durable",
              revalidation_durable.table,
              lambda records, table, out: fig_revalidation_durable.draw(table, out),
              revalidation_durable.report),
-    Artifact("revalidation_scaling", "revalidation_scaling",
+    _legacy("revalidation_scaling", "revalidation_scaling",
              revalidation_scaling.table,
              lambda records, table, out: fig_revalidation_scaling.draw(table, out),
              lambda table, records: revalidation_scaling.report(table)),
-    Artifact("revalidation_races", "revalidation_races",
+    _legacy("revalidation_races", "revalidation_races",
              revalidation_races.table,
              lambda records, table, out: fig_revalidation_races.draw(records, out),
              revalidation_races.report),
-    Artifact("revalidation_omission", "revalidation_omission",
+    _legacy("revalidation_omission", "revalidation_omission",
              revalidation_omission.table,
              lambda records, table, out: fig_revalidation_omission.draw(table, out),
              lambda table, records: revalidation_omission.report(table)),

@@ -1,16 +1,19 @@
 """Rebuild every table, figure and the report of a run folder from its records alone.
 
 ``driftlab analyze RUN_DIR`` calls :func:`analyze`; so does ``reproduce``
-after its cells have run.  Nothing here runs an experiment.
+after its cells have run.  Nothing here runs an experiment: the artifact
+declarations (:class:`analysis.artifact.Artifact`) come from the caller.
+Every table is built in memory first; files are written only once all of
+them succeeded, so bad records leave no partial table behind.
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-
-from analysis.artifacts import ARTIFACTS
-from analysis.records import experiments_in, load_records
+from analysis.artifact import Artifact
+from analysis.records import RecordsError, experiments_in, load_records
 from analysis.report import Section, markdown_table, write_report
 
 
@@ -18,26 +21,6 @@ def _atomic_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
-
-
-def build_artifact(name: str, run_dir: Path) -> Section | None:
-    art = ARTIFACTS[name]
-    records = load_records(run_dir, art.experiment)
-    if records.empty:
-        return None
-    table = art.table(records)
-    tables, figures = run_dir / "tables", run_dir / "figures"
-    tables.mkdir(exist_ok=True)
-    figures.mkdir(exist_ok=True)
-    table.to_csv(tables / f"{name}.csv.tmp", index=False)
-    (tables / f"{name}.csv.tmp").replace(tables / f"{name}.csv")
-    _atomic_text(tables / f"{name}.md", markdown_table(table))
-    files = [f"tables/{name}.csv", f"tables/{name}.md"]
-    if art.figure is not None:
-        files += [str(p.relative_to(run_dir)) for p in art.figure(records, table, figures / name)]
-    section = art.report(table, records)
-    section.files = files
-    return section
 
 
 def header(run_dir: Path) -> str:
@@ -57,11 +40,50 @@ def header(run_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def analyze(run_dir: Path) -> list[Section]:
-    """Build every artifact whose experiment has records in ``run_dir``; write report.md."""
+def check_run_folder(run_dir: Path, artifacts: list[Artifact]) -> None:
+    """Refuse, before writing anything, a folder analyze cannot rebuild: RecordsError with one line."""
+    if not (run_dir / "records").is_dir():
+        raise RecordsError(f"{run_dir}: not a run folder (no records/ inside)")
+    if not os.access(run_dir, os.W_OK | os.X_OK):
+        raise RecordsError(f"{run_dir}: run folder is not writable, so tables and report cannot be rebuilt")
+    known = {a.experiment for a in artifacts}
+    present = experiments_in(run_dir)
+    if not present:
+        raise RecordsError(f"{run_dir}/records: holds no experiment's records")
+    for name in present:
+        if name not in known:
+            raise RecordsError(f"{run_dir}/records/{name}: not an experiment of this driftlab ({', '.join(sorted(known))})")
+        if not any((run_dir / "records" / name).glob("*.parquet")):
+            raise RecordsError(f"{run_dir}/records/{name}: holds no records (no .parquet file)")
+
+
+def analyze(run_dir: Path, artifacts: list[Artifact]) -> list[Section]:
+    """Build every artifact whose experiment has records in ``run_dir``; write tables, figures, report.md."""
     run_dir = Path(run_dir)
+    check_run_folder(run_dir, artifacts)
     present = set(experiments_in(run_dir))
-    names = [n for n, a in ARTIFACTS.items() if a.experiment in present]
-    sections = [s for s in (build_artifact(n, run_dir) for n in names) if s is not None]
+    built = []
+    records_of: dict[str, object] = {}
+    for art in artifacts:  # compute every table first: bad records must not leave partial output
+        if art.experiment not in present:
+            continue
+        if art.experiment not in records_of:
+            records_of[art.experiment] = load_records(run_dir, art.experiment)
+        records = records_of[art.experiment]
+        built.append((art, records, art.table(records)))
+    tables, figures = run_dir / "tables", run_dir / "figures"
+    tables.mkdir(exist_ok=True)
+    figures.mkdir(exist_ok=True)
+    sections = []
+    for art, records, table in built:
+        table.to_csv(tables / f"{art.name}.csv.tmp", index=False)
+        (tables / f"{art.name}.csv.tmp").replace(tables / f"{art.name}.csv")
+        _atomic_text(tables / f"{art.name}.md", markdown_table(table))
+        files = [f"tables/{art.name}.csv", f"tables/{art.name}.md"]
+        if art.draw is not None:
+            files += [str(p.relative_to(run_dir)) for p in art.draw(records, table, figures / art.name)]
+        section = art.report(table, records)
+        section.files = files
+        sections.append(section)
     write_report(run_dir / "report.md", sections, header(run_dir))
     return sections

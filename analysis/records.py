@@ -1,11 +1,24 @@
-"""Reading a run's records (Parquet, one file per finished cell) into pandas."""
+"""Reading a run's records (Parquet, one file per finished cell) into pandas.
+
+Records are the truth of a run, so reading them is strict: a file that is
+not Parquet, is truncated or empty, or has another schema than its siblings
+is a one-line :class:`RecordsError` naming the file, never a silent merge
+or a partial table.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 RECORDS = "records"
+KEY_COLUMNS = ("experiment", "cell")
+
+
+class RecordsError(ValueError):
+    """Records that cannot be read as one table; the message is one line naming the file."""
 
 
 def experiments_in(run_dir: Path) -> list[str]:
@@ -13,11 +26,32 @@ def experiments_in(run_dir: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
+def _read(path: Path) -> pd.DataFrame:
+    try:
+        return pq.read_table(path).to_pandas()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        problem = "empty file" if path.stat().st_size == 0 else str(exc).splitlines()[0]
+        raise RecordsError(f"{path}: not a readable Parquet records file ({problem})") from None
+
+
 def load_records(run_dir: Path, experiment: str) -> pd.DataFrame:
     """All records of one experiment in a run folder, in a stable order."""
     files = sorted((Path(run_dir) / RECORDS / experiment).glob("*.parquet"))
     if not files:
         return pd.DataFrame()
-    frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    frames = []
+    for f in files:
+        frame = _read(f)
+        missing = [c for c in KEY_COLUMNS if c not in frame.columns]
+        if missing:
+            raise RecordsError(f"{f}: not a driftlab records file (no {missing[0]!r} column)")
+        if frames and list(frame.columns) != list(frames[0].columns):
+            extra = sorted(set(frame.columns) ^ set(frames[0].columns))
+            raise RecordsError(f"{f}: its columns differ from {files[0].name}'s"
+                               + (f" ({extra[0]!r})" if extra else " (order)") + "; records of one experiment share one schema")
+        if not frame.empty and set(frame["experiment"]) != {experiment}:
+            raise RecordsError(f"{f}: holds records of {sorted(set(frame['experiment']))[0]!r}, not {experiment!r}")
+        frames.append(frame)
+    frame = pd.concat(frames, ignore_index=True)
     order = [c for c in ("cell", "repetition") if c in frame.columns]
     return frame.sort_values(order, kind="stable").reset_index(drop=True) if order else frame

@@ -48,7 +48,7 @@ def load(path: str, shown: str) -> type:
     if not module_name or not attr:
         raise MechanismError(f"mechanism {shown!r}: give a registered name or package.module:Class")
     try:
-        module = importlib.import_module(module_name)
+        module = _import(module_name)
     except SyntaxError as exc:
         raise MechanismError(f"cannot load mechanism {shown!r}: syntax error in {exc.filename}, line {exc.lineno}: {exc.msg}") from None
     except Exception as exc:  # noqa: BLE001 - a plug-in may raise anything on import; report it in one line
@@ -59,6 +59,27 @@ def load(path: str, shown: str) -> type:
     if not isinstance(cls, type):
         raise MechanismError(f"cannot load mechanism {shown!r}: {module_name} has no class {attr!r}")
     return cls
+
+
+def _import(module_name: str):
+    """Import by dotted path; a plug-in in the working folder is found there, after every installed module.
+
+    The working folder is appended to the *end* of ``sys.path`` only when the
+    plug-in's top-level module is found nowhere else, so a stray file in it
+    (``multiprocess.py``, say) can never shadow a module the lab imports.
+    """
+    import os
+    import sys
+
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        top = module_name.split(".")[0]
+        cwd = os.getcwd()
+        if exc.name != top or cwd in sys.path:
+            raise
+        sys.path.append(cwd)
+        return importlib.import_module(module_name)
 
 
 def families_of(cls: type) -> list[str]:

@@ -1,43 +1,22 @@
-"""The ``driftlab`` command: reproduce, compare, sweep, analyze, list.
+"""The ``driftlab`` command: parse arguments, call the engine, map errors to exit codes.
 
-Bad input (unknown mechanism, malformed scenario file, impossible
-parameters) is reported as one line on stderr with exit code 2, before
-anything is written.  Long work shows a progress bar; an interrupted run is
-resumed by running the same command with the same ``--out``.
+Commands: reproduce, compare, sweep, analyze, check, list.  All the work is
+in :mod:`runners.engine` (runs), :mod:`analysis.pipeline` (tables, figures,
+report) and the checkers; this module only turns arguments into typed
+requests.  Bad input (unknown names, malformed files, impossible sizes, an
+unusable ``--out``) is one line on stderr and exit code 2, with nothing
+written; ``check`` exits 0 valid, 1 invalid, 2 unknown or bad input.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import sys
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-from mechanisms import REVALIDATION, MechanismError
-from runners.execute import pending, run_cells
 from runners.experiment import PROFILES, DriftlabError, Options
-from runners.experiments import EXPERIMENTS, FAMILIES
-from runners.provenance import write_provenance
-from scenarios.workload import ScenarioError, load_workloads
 
-RUNS = Path("data") / "runs"
-
-
-def select(only: str | None) -> list[str]:
-    """Experiment names for ``--only`` (a family or an artifact name)."""
-    if only is None:
-        return list(EXPERIMENTS)
-    if only in FAMILIES:
-        names = [n for n, e in EXPERIMENTS.items() if e.family == only]
-        if not names:
-            raise DriftlabError(f"--only {only}: the {only} family has no experiments in this version of driftlab")
-        return names
-    if only in EXPERIMENTS:
-        return [only]
-    raise DriftlabError(f"--only {only!r} is neither a family ({', '.join(FAMILIES)}) nor an artifact ({', '.join(EXPERIMENTS)})")
+DEFAULT_SEED = 20260901
 
 
 def _positive(text: str) -> int:
@@ -50,165 +29,152 @@ def _positive(text: str) -> int:
     return value
 
 
-def _mechanisms(text: str) -> tuple[str, ...]:
-    names = tuple(m.strip() for m in text.split(",") if m.strip())
-    if not names:
-        raise argparse.ArgumentTypeError("no mechanism named")
-    return names
+def _names(what: str):
+    """An argparse type: a comma-separated list of names; a repeated name is dropped, and said so."""
+    def parse(text: str) -> tuple[str, ...]:
+        names = [m.strip() for m in text.split(",") if m.strip()]
+        if not names:
+            raise argparse.ArgumentTypeError(f"no {what} named")
+        unique = tuple(dict.fromkeys(names))
+        if len(unique) < len(names):
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            print(f"driftlab: note: {what} {', '.join(repeated)} named more than once; running each once",
+                  file=sys.stderr)
+        return unique
+    return parse
 
 
-def run_folder(out: str | None, profile: str) -> tuple[Path, bool]:
-    if out:
-        return Path(out), False
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return RUNS / f"{stamp}-{profile}", True
+def _request(args: argparse.Namespace, experiments: list[str], extra: dict | None = None):
+    from runners.engine import Request
+
+    extra = {k: v for k, v in {"repetitions": args.repetitions, **(extra or {})}.items() if v is not None}
+    options = Options(mechanisms=getattr(args, "mechanisms", None), scenario_dirs=tuple(args.scenario_dir or ()),
+                      backend=getattr(args, "backend", "sqlite"), workloads=getattr(args, "workloads", None), extra=extra)
+    return Request(tuple(experiments), profile=args.profile, seed=args.seed, jobs=args.jobs,
+                   out=Path(args.out) if args.out is not None else None, quiet=args.quiet,
+                   executor=args.executor, scheduler=args.scheduler, options=options)
 
 
-def link_latest(run_dir: Path) -> None:
-    latest = run_dir.parent / "latest"
-    tmp = run_dir.parent / ".latest.tmp"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(run_dir.name)
-    os.replace(tmp, latest)
+def _run(request) -> int:
+    from runners.engine import run
 
-
-def check_manifest(run_dir: Path, manifest: dict) -> bool:
-    """True if the folder already holds this run; error if it holds another."""
-    path = run_dir / "run.json"
-    if not path.exists():
-        if run_dir.exists() and any(run_dir.iterdir()):
-            raise DriftlabError(f"--out {run_dir}: folder is not empty and holds no driftlab run")
-        return False
-    previous = json.loads(path.read_text())
-    for key, value in manifest.items():
-        if previous.get(key) != value:
-            raise DriftlabError(f"--out {run_dir}: it holds a run with {key}={previous.get(key)!r}, not {value!r}; "
-                                "rerun with the same options or pick another --out")
-    return True
-
-
-def reproduce(args: argparse.Namespace, names: list[str] | None = None) -> int:
-    from analysis.pipeline import analyze
-
-    names = names or select(args.only)
-    options = Options(mechanisms=args.mechanisms, scenario_dirs=tuple(args.scenario_dir or ()),
-                      backend=getattr(args, "backend", "sqlite"),
-                      extra={k: v for k, v in (("repetitions", args.repetitions), *getattr(args, "extra", {}).items()) if v})
-    # Validate everything, and expand every grid, before a single file is written.
-    for name in names:
-        EXPERIMENTS[name].check(options)
-    cells = {name: EXPERIMENTS[name].cells(args.profile, args.seed, options) for name in names}
-
-    run_dir, is_default = run_folder(args.out, args.profile)
-    manifest = {"profile": args.profile, "seed": args.seed, "mechanisms": list(args.mechanisms or []) or None,
-                "scenario_dirs": [str(Path(d).resolve()) for d in options.scenario_dirs], "extra": options.extra}
-    resumed = check_manifest(run_dir, manifest)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    options.run_dir = run_dir.resolve()  # experiments may run subprocesses in other folders
-    shutil.rmtree(run_dir / "scratch", ignore_errors=True)  # temporary databases of a killed run
-    if not resumed:
-        (run_dir / "run.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-    if is_default:
-        link_latest(run_dir)
-    print(f"driftlab: run folder {run_dir}", file=sys.stderr)
-
-    done = {}
     try:
-        for name in names:
-            todo = pending(run_dir, cells[name])
-            t0 = time.perf_counter()
-            written = run_cells(EXPERIMENTS[name], cells[name], options, run_dir, args.jobs, progress=not args.quiet)
-            done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
-                          "wall_seconds": round(time.perf_counter() - t0, 3)}
+        run_dir = run(request)
     except KeyboardInterrupt:
-        print(f"driftlab: interrupted; finished cells are kept in {run_dir}; run the same command to go on",
-              file=sys.stderr)
+        print("driftlab: interrupted; finished cells are kept; run the same command to go on", file=sys.stderr)
         return 130
-    shutil.rmtree(run_dir / "scratch", ignore_errors=True)
-    write_provenance(run_dir, profile=args.profile, seed=args.seed, jobs=args.jobs, experiments=done,
-                     resumed=resumed)
-    analyze(run_dir)
     print(f"driftlab: report {run_dir / 'report.md'}", file=sys.stderr)
     return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from runners.engine import select
+
+    return _run(_request(args, select(args.only)))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from analysis.report import markdown_table
+    from mechanisms import family_of_name
+    from runners.engine import RUNS, all_artifacts
+    from runners.experiments import EXPERIMENTS
 
-    code = reproduce(args, ["revalidation_outcomes"])
+    families = {f for name in args.mechanisms for f in family_of_name(name)}
+    names = [n for n, e in EXPERIMENTS.items() if e.compare and e.family in families]
+    if not names:
+        raise DriftlabError(f"compare: no experiment compares mechanisms of {', '.join(sorted(families))}")
+    request = _request(args, names)
+    code = _run(request)
     if code == 0:
-        run_dir = run_folder(args.out, args.profile)[0] if args.out else RUNS / "latest"
-        table = pd.read_csv(run_dir / "tables" / "revalidation_outcomes.csv")
-        print(markdown_table(table[table["mutation_class"] == "all"].drop(columns="mutation_class")))
+        run_dir = request.out if request.out is not None else RUNS / "latest"
+        for name in names:
+            experiment = EXPERIMENTS[name]
+            first = next(a.name for a in all_artifacts() if a.experiment == name)
+            table = pd.read_csv(run_dir / "tables" / f"{first}.csv")
+            print(f"## {first}\n")
+            print(markdown_table(experiment.compare_table(table)))
     return code
 
 
-def _points(cast, low: float, high: float, what: str):
-    """An argparse type: a comma-separated list of numbers in [low, high], deduplicated and sorted."""
-    def parse(text: str) -> list:
-        try:
-            points = sorted({cast(x) for x in text.split(",") if x.strip()})
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of {cast.__name__} values") from None
-        if not points or points[0] < low or points[-1] > high:
-            raise argparse.ArgumentTypeError(what)
-        return points
-    return parse
-
-
-_reads = _points(int, 1, float("inf"), "read counts must be at least 1")
-_rates = _points(float, 0, 1, "omission rates are probabilities between 0 and 1")
-
-
-#: sweep name -> (experiment it runs, option it sets, parser of the points)
-SWEEPS = {
-    "reads": ("revalidation_scaling", "reads", _reads, "recorded reads per point, e.g. 13,29,61,125"),
-    "omission": ("revalidation_omission", "rates", _rates, "omission probabilities, e.g. 0,0.01,0.05,0.1"),
-}
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
-    experiment, key, _, _ = SWEEPS[args.sweep]
-    if experiment not in EXPERIMENTS:
-        raise DriftlabError(f"sweep {args.sweep}: experiment {experiment} is not in this version of driftlab")
-    args.extra = {key: getattr(args, key), "rounds": getattr(args, "rounds", None)}
-    return reproduce(args, [experiment])
+    return _run(_request(args, [args.experiment], {args.option: getattr(args, args.option.replace("-", "_")),
+                                                   **{k: getattr(args, k, None) for k in ("rounds",)}}))
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from analysis.pipeline import analyze
+    from runners.engine import all_artifacts
 
     run_dir = Path(args.run_dir).resolve()  # `data/runs/latest` -> the run's own folder name
-    if not (run_dir / "records").is_dir():
-        raise DriftlabError(f"{run_dir}: not a run folder (no records/ inside)")
-    sections = analyze(run_dir)
+    sections = analyze(run_dir, all_artifacts())
     print(f"driftlab: rebuilt {len(sections)} artifact(s) and {run_dir / 'report.md'}", file=sys.stderr)
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from analysis.checkers import checkers
+    from vocabulary import Composite, HistoryError, Verdict, history_from_jsonl
+
+    path = Path(args.history)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DriftlabError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        history = history_from_jsonl(text, str(path))
+    except HistoryError as exc:
+        raise DriftlabError(str(exc)) from None
+    known = checkers(history.family)
+    if not known:
+        raise DriftlabError(f"{path}: no checkers for family {history.family!r}")
+    if args.checker:
+        unknown = [c for c in args.checker if c not in known]
+        if unknown:
+            raise DriftlabError(f"--checker {unknown[0]!r}: not a {history.family} checker ({', '.join(known)})")
+        chosen = [known[c] for c in args.checker]
+    else:
+        chosen = list(known.values())
+    verdict, results = Composite(chosen).check_all(history)
+    for r in results:
+        print(r.prose(history))
+    print(f"verdict: {verdict.value} ({len(history.operations)} operations, {len(results)} checker(s))")
+    if verdict is Verdict.UNKNOWN:
+        print("driftlab: an unknown verdict is not a valid one: some outcome could not be determined", file=sys.stderr)
+    return verdict.exit_code
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    from scenarios.schedules import load_schedules
-
-    print("experiments (artifacts):")
-    for name, e in EXPERIMENTS.items():
-        print(f"  {name:28s} [{e.family}] {e.description}")
-    print("scenarios (workloads):")
-    for name, w in load_workloads(tuple(args.scenario_dir or ())).items():
-        print(f"  {name:28s} {w.description}  ({w.path})")
-    print("schedules:")
-    for s in load_schedules():
-        print(f"  {s.id:28s} {s.description.splitlines()[0][:90]}")
-    print("mechanisms (revalidation):")
-    for name, path in REVALIDATION.items():
-        print(f"  {name:28s} {path}")
-    print("faults:")
+    from analysis.checkers import checkers
     from faults import FAULTS
+    from mechanisms import FAMILIES as MECHANISM_FAMILIES
+    from runners.experiments import EXPERIMENTS, FAMILIES
+    from scenarios import load_scenarios
 
-    for name, doc in FAULTS.items():
-        print(f"  {name:28s} {doc}")
+    scenarios = load_scenarios(tuple(args.scenario_dir or ()))
+    for family in FAMILIES:
+        print(f"[{family}]")
+        print("  experiments (artifacts):")
+        for name, e in EXPERIMENTS.items():
+            if e.family == family:
+                sweeps = f"  (sweep {', '.join(e.sweeps)})" if e.sweeps else ""
+                print(f"    {name:30s} {e.description}{sweeps}")
+        print("  scenarios:")
+        for name, s in scenarios.get(family, {}).items():
+            print(f"    {name:30s} {getattr(s, 'description', '')}  ({getattr(s, 'path', '')})")
+        fam = MECHANISM_FAMILIES.get(family)
+        print("  mechanisms" + (f" ({fam.protocol}):" if fam else ":"))
+        for name, path in (fam.registry.items() if fam else ()):
+            print(f"    {name:30s} {path}")
+        print("  checkers:")
+        for name, c in checkers(family).items():
+            doc = (type(c).__doc__ or "").strip().splitlines()
+            print(f"    {name:30s} {doc[0] if doc else ''}")
+        print("  faults:")
+        for name, doc in FAULTS.items():
+            if name.split(".")[0] == family or family == "revalidation" and "." not in name:
+                print(f"    {name:30s} {doc}")
     return 0
 
 
@@ -220,58 +186,79 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
+    from runners.experiments import EXPERIMENTS, FAMILIES
+
     p = _Parser(prog="driftlab", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
     def run_options(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--profile", choices=PROFILES, default="quick", help="quick (CI, about a minute) or paper (full scale)")
         sp.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
-        sp.add_argument("--seed", type=int, default=20260901, help="base seed; every cell's seed derives from it")
+        sp.add_argument("--seed", type=int, default=DEFAULT_SEED, help="base seed; every cell's seed derives from it")
         sp.add_argument("--out", help="run folder (default data/runs/<run-id>/, with a 'latest' link)")
-        sp.add_argument("--scenario-dir", action="append", help="extra folder of workload files (repeatable)")
+        sp.add_argument("--scenario-dir", action="append", help="extra folder of scenario files (repeatable)")
+        sp.add_argument("--workloads", type=_names("workload"), help="revalidation workloads to run (default: all)")
         sp.add_argument("--repetitions", type=_positive, help="override the profile's repetitions per cell")
+        sp.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite", help="shared store for cross-process experiments")
+        sp.add_argument("--executor", choices=("local", "dask"), default="local",
+                        help="local process pool, or a Dask distributed cluster")
+        sp.add_argument("--scheduler", help="tcp://HOST:PORT of an existing Dask scheduler (default: start a LocalCluster)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
 
     r = sub.add_parser("reproduce", help="run the experiments of a profile and build every artifact")
     run_options(r)
     r.add_argument("--only", help=f"a family ({', '.join(FAMILIES)}) or one artifact")
-    r.add_argument("--mechanisms", type=_mechanisms, help="mechanisms to run (names or package.module:Class)")
-    r.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite", help="shared store for cross-process experiments")
-    r.set_defaults(func=reproduce)
+    r.add_argument("--mechanisms", type=_names("mechanism"), help="mechanisms to run (names or package.module:Class)")
+    r.set_defaults(func=cmd_reproduce)
 
-    c = sub.add_parser("compare", help="the controlled cells, mechanisms side by side")
+    c = sub.add_parser("compare", help="the same cells, mechanisms side by side")
     run_options(c)
-    c.add_argument("--mechanisms", type=_mechanisms, default=("ATR", "FullScan", "VersionAbort", "NoCheck"))
-    c.set_defaults(func=cmd_compare, only=None)
+    c.add_argument("--mechanisms", type=_names("mechanism"), default=("ATR", "FullScan", "VersionAbort", "NoCheck"))
+    c.set_defaults(func=cmd_compare)
 
     sw = sub.add_parser("sweep", help="the papers' sweeps at any points you pick")
     sweeps = sw.add_subparsers(dest="sweep", required=True)
-    for name, (experiment, key, parse, hint) in SWEEPS.items():
-        one = sweeps.add_parser(name, help=f"run {experiment} at the given points")
-        run_options(one)
-        one.add_argument(f"--{key}", type=parse, required=True, help=hint)
-        if name == "reads":
-            one.add_argument("--rounds", type=_positive, help="timed validations per repetition (default: profile's)")
-        one.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
-        one.set_defaults(func=cmd_sweep, mechanisms=None)
+    for name, experiment in EXPERIMENTS.items():
+        for sweep_name, sweep in experiment.sweeps.items():
+            one = sweeps.add_parser(sweep_name, help=f"run {name} at the given points")
+            run_options(one)
+            one.add_argument(f"--{sweep.option}", type=sweep.parse, required=True, help=sweep.help)
+            if sweep_name == "reads":
+                one.add_argument("--rounds", type=_positive, help="timed validations per repetition (default: profile's)")
+            one.set_defaults(func=cmd_sweep, experiment=name, option=sweep.option, mechanisms=None)
 
     a = sub.add_parser("analyze", help="rebuild tables, figures and report of a run folder from its records")
     a.add_argument("run_dir")
     a.set_defaults(func=cmd_analyze)
 
-    ls = sub.add_parser("list", help="experiments, scenarios, schedules, mechanisms and faults known")
+    ck = sub.add_parser("check", help="run the checkers on a history file (exit 0 valid, 1 invalid, 2 unknown)")
+    ck.add_argument("history", help="a history in driftlab's JSON Lines format (histories/<experiment>/<cell>.jsonl)")
+    ck.add_argument("--checker", action="append", help="only this checker (repeatable; default: every checker of the family)")
+    ck.set_defaults(func=cmd_check)
+
+    ls = sub.add_parser("list", help="experiments, scenarios, mechanisms, checkers and faults, per family")
     ls.add_argument("--scenario-dir", action="append")
     ls.set_defaults(func=cmd_list)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    from analysis.records import RecordsError
+    from mechanisms import MechanismError
+    from runners.execute import CellFailed
+    from scenarios import ScenarioError
+
+    errors: tuple[type[BaseException], ...] = (DriftlabError, ScenarioError, MechanismError, RecordsError, CellFailed)
+    try:
+        from scenarios.workload import ScenarioError as WorkloadError  # until the revalidation loader shares scenarios.ScenarioError
+
+        errors += (WorkloadError,)
+    except ImportError:
+        pass
     args = parser().parse_args(argv)
-    if os.getcwd() not in sys.path:  # so --mechanisms my_module:MyMechanism finds the user's module, as `python -m` would
-        sys.path.insert(0, os.getcwd())
     try:
         return args.func(args)
-    except (DriftlabError, ScenarioError, MechanismError) as exc:
+    except errors as exc:
         print(f"driftlab: error: {exc}", file=sys.stderr)
         return 2
 

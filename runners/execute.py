@@ -60,9 +60,22 @@ def write_cell(run_dir: Path, cell: Cell, output: "dict[str, list] | CellOutput"
     return len(frame)
 
 
-def _work(args: tuple) -> tuple[str, int]:
-    experiment, cell, options, run_dir = args
-    return cell.id, write_cell(run_dir, cell, experiment.run_cell(cell, options))
+class CellFailed(Exception):
+    """A cell raised: reported as one line naming the experiment, the cell and the error (exit 2)."""
+
+
+def compute(experiment: Experiment, cell: Cell, options: Options) -> tuple[Cell, "CellOutput | str"]:
+    """Run one cell where it is (a pool worker, a Dask worker); an error comes back as its one-line text."""
+    try:
+        output = experiment.run_cell(cell, options)
+        return cell, output if isinstance(output, CellOutput) else CellOutput(output)
+    except Exception as exc:  # noqa: BLE001 - any failure of a cell (a plug-in's bug included) is reported, not raised
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        return cell, f"{type(exc).__name__}" + (f": {text}" if text else "")
+
+
+def _work(args: tuple) -> tuple[Cell, "CellOutput | str"]:
+    return compute(*args)
 
 
 def _ignore_sigint() -> None:
@@ -82,30 +95,49 @@ def remove_partial_files(run_dir: Path, experiment: str) -> None:
             tmp.unlink(missing_ok=True)
 
 
+def _local(experiment: Experiment, todo: list[Cell], options: Options, jobs: int):
+    """Cells in this process, or in a pool of forked worker processes; yields (cell, output) as they finish."""
+    args = [(experiment, c, options) for c in todo]
+    if jobs <= 1 or not experiment.parallel or len(todo) <= 1:
+        yield from map(_work, args)
+        return
+    import multiprocess
+
+    with multiprocess.get_context("fork").Pool(jobs, initializer=_ignore_sigint) as pool:
+        yield from pool.imap_unordered(_work, args)
+
+
 def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_dir: Path, jobs: int,
-              progress: bool = True) -> int:
-    """Run the cells not yet on disk; returns how many records were written now."""
+              progress: bool = True, executor: str = "local", scheduler: str | None = None) -> int:
+    """Run the cells not yet on disk; returns how many records were written now.
+
+    Wherever a cell runs (here, a local pool, a Dask worker), its output comes
+    back to this process, which alone writes the run folder, one cell at a
+    time and atomically.  The first failing cell stops the experiment with a
+    :class:`CellFailed`; the cells finished before it are kept.
+    """
     remove_partial_files(run_dir, experiment.name)
     todo = pending(run_dir, cells)
     total = sum(c.repetitions for c in todo)
     bar = tqdm(total=total, unit="exec", desc=experiment.name, disable=not progress or not todo,
                dynamic_ncols=True, leave=True)
     written = 0
-    by_id = {c.id: c for c in todo}
-    args = [(experiment, c, options, run_dir) for c in todo]
-    try:
-        if jobs <= 1 or not experiment.parallel or len(todo) <= 1:
-            results = map(_work, args)
-            for cell_id, n in results:
-                written += n
-                bar.update(by_id[cell_id].repetitions)
-        else:
-            import multiprocess
+    if executor == "dask" and experiment.parallel and todo:
+        from runners.dask_executor import run_on_dask
 
-            with multiprocess.get_context("fork").Pool(jobs, initializer=_ignore_sigint) as pool:
-                for cell_id, n in pool.imap_unordered(_work, args):
-                    written += n
-                    bar.update(by_id[cell_id].repetitions)
+        results = run_on_dask(experiment, todo, options, jobs, scheduler)
+    else:
+        results = _local(experiment, todo, options, jobs)
+    try:
+        for cell, output in results:
+            if isinstance(output, str):
+                raise CellFailed(f"{experiment.name}: cell {cell.id} failed: {output} "
+                                 f"(finished cells are kept in {run_dir})")
+            written += write_cell(run_dir, cell, output)
+            bar.update(cell.repetitions)
     finally:
+        close = getattr(results, "close", None)
+        if close:
+            close()
         bar.close()
     return written

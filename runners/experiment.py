@@ -93,6 +93,21 @@ class CellOutput:
     history: History | None = None
 
 
+def points(cast: Callable[[str], Any], low: float, high: float, what: str) -> Callable[[str], list]:
+    """A sweep's parser: a comma-separated list of numbers in [low, high], deduplicated and sorted."""
+    import argparse
+
+    def parse(text: str) -> list:
+        try:
+            found = sorted({cast(x) for x in text.split(",") if x.strip()})
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of {cast.__name__} values") from None
+        if not found or found[0] < low or found[-1] > high:
+            raise argparse.ArgumentTypeError(what)
+        return found
+    return parse
+
+
 @dataclass(frozen=True)
 class Sweep:
     """A sweep an experiment offers on the command line: ``driftlab sweep NAME --OPTION a,b,c``."""

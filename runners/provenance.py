@@ -13,7 +13,7 @@ import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("driftlab", "numpy", "pandas", "pyarrow", "matplotlib", "multiprocess", "psutil", "pytest-benchmark",
-            "scipy", "tqdm", "psycopg")
+            "scipy", "tqdm", "psycopg", "dask", "distributed")
 
 
 def git_state() -> dict:
@@ -45,10 +45,10 @@ def machine() -> dict:
 
 
 def write_provenance(run_dir: Path, *, profile: str, seed: int, jobs: int, experiments: dict[str, dict],
-                     resumed: bool) -> None:
+                     resumed: bool, executor: str = "local") -> None:
     data = {
         "command": shlex.join(["driftlab", *sys.argv[1:]]),
-        "profile": profile, "seed": seed, "jobs": jobs, "resumed": resumed,
+        "profile": profile, "seed": seed, "jobs": jobs, "executor": executor, "resumed": resumed,
         "git": git_state(), "versions": versions(), "machine": machine(),
         "experiments": experiments,
         "wall_seconds": {name: e["wall_seconds"] for name, e in experiments.items()},

@@ -10,9 +10,7 @@ the file, the field and the problem.  Adding a workload is adding a file.
 """
 from __future__ import annotations
 
-import os
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,13 +20,11 @@ from scenarios.rules import RuleError, compile_rule
 from vocabulary.revalidation import MUTATION_CLASSES, Change, Intent, Outcome, Premise, Ref, object_of, reverse_index
 
 BUILTIN_DIR = Path(__file__).parent / "workloads"
-ENV_DIRS = "DRIFTLAB_SCENARIOS"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_TOP_KEYS = {"name", "description", "source", "reads", "objects", "premises", "intent", "mutations"}
+_TOP_KEYS = {"family", "name", "description", "source", "reads", "objects", "premises", "intent", "mutations"}
 
 
-class ScenarioError(ValueError):
-    """A malformed scenario file: ``<file>: <field>: <problem>``."""
+from scenarios import ScenarioError, load_scenarios, read_toml  # noqa: E402 - the lab-wide loader and its error
 
 
 @dataclass(frozen=True)
@@ -74,12 +70,11 @@ def _fail(path: Path, where: str, problem: str) -> ScenarioError:
 def parse_workload(path: Path) -> Workload:
     """Load and validate one scenario file."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise _fail(path, "toml", str(exc)) from None
-    except OSError as exc:
-        raise _fail(path, "file", exc.strerror or str(exc)) from None
+    return parse_scenario(path, read_toml(path))
+
+
+def parse_scenario(path: Path, raw: dict[str, Any]) -> Workload:
+    """Validate one revalidation scenario file's TOML (the loader in ``scenarios`` dispatches here)."""
 
     def need(table: dict, key: str, kind: type, where: str) -> Any:
         if key not in table:
@@ -178,20 +173,6 @@ def parse_workload(path: Path) -> Workload:
                     {c: mutations[c] for c in MUTATION_CLASSES}, path)
 
 
-def scenario_dirs(extra: tuple[Path, ...] = ()) -> list[Path]:
-    env = [Path(p) for p in os.environ.get(ENV_DIRS, "").split(os.pathsep) if p]
-    return [BUILTIN_DIR, *env, *map(Path, extra)]
-
-
 def load_workloads(extra_dirs: tuple[Path, ...] = ()) -> dict[str, Workload]:
-    """Every workload file in the built-in folder and the user's folders, by name."""
-    workloads: dict[str, Workload] = {}
-    for folder in scenario_dirs(extra_dirs):
-        if not folder.is_dir():
-            raise ScenarioError(f"{folder}: scenario folder: not a directory")
-        for path in sorted(folder.glob("*.toml")):
-            w = parse_workload(path)
-            if w.name in workloads:
-                raise _fail(path, "name", f"{w.name!r} is already defined by {workloads[w.name].path}")
-            workloads[w.name] = w
-    return workloads
+    """Every revalidation workload in the built-in folder and the user's folders, by name."""
+    return load_scenarios(tuple(extra_dirs), family="revalidation")["revalidation"]

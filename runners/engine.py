@@ -1,0 +1,263 @@
+"""The engine: plan the cells, claim and check the run folder, execute them, analyse the records.
+
+``driftlab reproduce``, ``compare`` and ``sweep`` are all one call of
+:func:`run` with a typed :class:`Request`; the CLI only parses arguments into
+it and maps errors to exit codes.  Everything that can be refused is refused
+before the first file is written: unknown names, malformed scenario files,
+impossible sizes (with the estimated duration), an unusable ``--out``.
+
+The run folder is claimed with an OS file lock (``.lock``, ``flock``): a
+second run into the same folder is refused while the first holds it, and the
+lock dies with its process, so a killed run never blocks its own rerun.  Its
+identity (``run.json``: profile, seed, mechanisms, backend, workloads, sweep
+points and a content hash of every scenario file loaded) must match for a
+rerun to reuse the finished cells; anything else is a changed run and is
+refused.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from analysis.artifact import Artifact
+from mechanisms import family_of_name
+from runners.execute import pending, run_cells
+from runners.experiment import Cell, DriftlabError, Experiment, Options
+from runners.experiments import EXPERIMENTS, FAMILIES
+from runners.provenance import write_provenance
+from scenarios import scenario_files
+
+RUNS = Path("data") / "runs"
+#: A request whose estimated duration exceeds this is refused before it starts.
+MAX_HOURS = 24.0
+
+
+@dataclass
+class Request:
+    """One run: which experiments, at which size, where, and how to execute them."""
+
+    experiments: tuple[str, ...]
+    profile: str = "quick"
+    seed: int = 20260901
+    jobs: int = 1
+    out: Path | None = None  # None: data/runs/<stamp>-<profile> with a 'latest' link
+    quiet: bool = False
+    executor: str = "local"  # local | dask
+    scheduler: str | None = None  # tcp://HOST:PORT of an existing Dask cluster (dask executor)
+    options: Options = field(default_factory=Options)
+
+
+def select(only: str | None) -> list[str]:
+    """Experiment names for ``--only`` (a family or an artifact name)."""
+    if only is None:
+        return list(EXPERIMENTS)
+    if only in FAMILIES:
+        names = [n for n, e in EXPERIMENTS.items() if e.family == only]
+        if not names:
+            raise DriftlabError(f"--only {only}: the {only} family has no experiments in this version of driftlab")
+        return names
+    if only in EXPERIMENTS:
+        return [only]
+    raise DriftlabError(f"--only {only!r} is neither a family ({', '.join(FAMILIES)}) nor an artifact ({', '.join(EXPERIMENTS)})")
+
+
+def artifacts_of(experiment: Experiment) -> list[Artifact]:
+    from dataclasses import replace
+
+    return [a if a.experiment else replace(a, experiment=experiment.name) for a in experiment.artifacts]
+
+
+def all_artifacts() -> list[Artifact]:
+    from analysis.artifacts import ARTIFACTS as LEGACY  # declarations not yet moved beside their experiment
+
+    declared = [a for e in EXPERIMENTS.values() for a in artifacts_of(e)]
+    names = {a.name for a in declared}
+    return declared + [a for a in LEGACY.values() if a.name not in names and a.experiment in EXPERIMENTS]
+
+
+def assign_mechanisms(options: Options) -> None:
+    """Split --mechanisms by the family whose protocol each implements; a name that fits none is refused."""
+    options.mechanism_families = {}
+    for name in options.mechanisms or ():
+        for fam in family_of_name(name):
+            options.mechanism_families.setdefault(fam, ())
+            options.mechanism_families[fam] += (name,)
+
+
+def usable_out(out: Path) -> None:
+    """Refuse an --out that cannot hold a run folder (a file, under a file, read-only), writing nothing."""
+    if str(out) == "":
+        raise DriftlabError("--out is empty: give a folder")
+    if out.exists():
+        if not out.is_dir():
+            raise DriftlabError(f"--out {out}: is a file, not a folder")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise DriftlabError(f"--out {out}: folder is not writable")
+        return
+    parent = out.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise DriftlabError(f"--out {out}: {parent} is a file, so no folder can be made under it")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise DriftlabError(f"--out {out}: {parent} is not writable")
+
+
+def scenario_hashes(options: Options) -> dict[str, str]:
+    """Content hash of every scenario file the run loads (a rerun after an edit is a changed run)."""
+    return {str(p.resolve()): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+            for p in scenario_files(tuple(options.scenario_dirs))}
+
+
+def identity(request: Request) -> dict:
+    o = request.options
+    return {"profile": request.profile, "seed": request.seed, "mechanisms": list(o.mechanisms or []) or None,
+            "backend": o.backend, "workloads": list(o.workloads) if o.workloads else None,
+            "scenario_dirs": [str(Path(d).resolve()) for d in o.scenario_dirs], "extra": o.extra,
+            "scenario_files": scenario_hashes(o)}
+
+
+def check_identity(run_dir: Path, manifest: dict) -> bool:
+    """True if the folder already holds this run; error if it holds another."""
+    path = run_dir / "run.json"
+    if not path.exists():
+        if run_dir.exists() and any(p.name != ".lock" for p in run_dir.iterdir()):
+            raise DriftlabError(f"--out {run_dir}: folder is not empty and holds no driftlab run")
+        return False
+    try:
+        previous = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DriftlabError(f"--out {run_dir}: run.json is unreadable ({exc}); pick another --out") from None
+    for key, value in manifest.items():
+        if previous.get(key) != value:
+            what = "scenario files changed since" if key == "scenario_files" else f"{key}={previous.get(key)!r}, not {value!r}"
+            raise DriftlabError(f"--out {run_dir}: it holds a run with {what}; this is a changed run: "
+                                "rerun with the same options and files or pick another --out")
+    return True
+
+
+class RunLock:
+    """An exclusive OS lock on ``run_dir/.lock``, released when the process ends (however it ends)."""
+
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / ".lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> "RunLock":
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(self.fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(self.fd)
+            self.fd = None
+            raise DriftlabError(f"--out {self.path.parent}: another driftlab run (pid {holder}) is using this folder; "
+                                "wait for it or pick another --out") from None
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, str(os.getpid()).encode(), 0)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing releases the lock
+            self.fd = None
+
+
+def _folder(request: Request) -> tuple[Path, bool]:
+    if request.out is not None:
+        return Path(request.out), False
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return RUNS / f"{stamp}-{request.profile}", True
+
+
+def link_latest(run_dir: Path) -> None:
+    latest = run_dir.parent / "latest"
+    tmp = run_dir.parent / f".latest.{os.getpid()}.tmp"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    tmp.symlink_to(run_dir.name)
+    os.replace(tmp, latest)
+
+
+def plan(request: Request) -> dict[str, list[Cell]]:
+    """Validate everything and expand every grid, writing nothing; refuse impossible sizes."""
+    options = request.options
+    assign_mechanisms(options)
+    for name in request.experiments:
+        EXPERIMENTS[name].check(options)
+    cells = {name: EXPERIMENTS[name].cells(request.profile, request.seed, options) for name in request.experiments}
+    if options.workloads:
+        from scenarios import load_scenarios
+
+        known = load_scenarios(tuple(options.scenario_dirs), family="revalidation")["revalidation"]
+        unknown = [w for w in options.workloads if w not in known]
+        if unknown:
+            raise DriftlabError(f"--workloads: unknown workload {unknown[0]!r} (known: {', '.join(known)})")
+        cells = {name: [c for c in cs if c.p.get("workload", options.workloads[0]) in options.workloads]
+                 for name, cs in cells.items()}
+    executions = {name: sum(c.repetitions for c in cs) for name, cs in cells.items()}
+    seconds = sum(executions[n] * EXPERIMENTS[n].seconds_per_execution / (request.jobs if EXPERIMENTS[n].parallel else 1)
+                  for n in cells)
+    if seconds > MAX_HOURS * 3600:
+        size = sum(executions.values())
+        raise DriftlabError(f"this run is {size:,} executions, about {seconds / 3600:,.0f} hours on {request.jobs} job(s); "
+                            f"the limit is {MAX_HOURS:.0f} hours (the paper profile is far smaller: --profile paper)")
+    return cells
+
+
+def notes(request: Request) -> Iterator[str]:
+    """One-line notes on what the request asks that some experiments cannot do."""
+    o = request.options
+    if o.scenario_dirs or o.workloads:
+        for name in request.experiments:
+            e = EXPERIMENTS[name]
+            if not e.uses_user_scenarios and e.family == "revalidation":
+                yield f"{name} runs the lab's own refund scenario only; --scenario-dir/--workloads do not apply to it"
+
+
+def run(request: Request) -> Path:
+    """Plan, claim the folder, run every pending cell, write provenance, analyse; returns the run folder."""
+    from analysis.pipeline import analyze
+
+    cells = plan(request)
+    run_dir, is_default = _folder(request)
+    usable_out(run_dir)
+    manifest = identity(request)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with RunLock(run_dir):
+        resumed = check_identity(run_dir, manifest)
+        options = request.options
+        options.run_dir = run_dir.resolve()  # experiments may run subprocesses in other folders
+        shutil.rmtree(run_dir / "scratch", ignore_errors=True)  # temporary databases of a killed run
+        if not resumed:
+            tmp = run_dir / "run.json.tmp"
+            tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+            tmp.replace(run_dir / "run.json")
+        if is_default:
+            link_latest(run_dir)
+        say = (lambda msg: None) if request.quiet else (lambda msg: print(f"driftlab: {msg}", file=sys.stderr))
+        say(f"run folder {run_dir}")
+        for note in notes(request):
+            print(f"driftlab: note: {note}", file=sys.stderr)
+        done = {}
+        for name in request.experiments:
+            todo = pending(run_dir, cells[name])
+            t0 = time.perf_counter()
+            written = run_cells(EXPERIMENTS[name], cells[name], options, run_dir, request.jobs,
+                                progress=not request.quiet, executor=request.executor, scheduler=request.scheduler)
+            done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
+                          "wall_seconds": round(time.perf_counter() - t0, 3)}
+        shutil.rmtree(run_dir / "scratch", ignore_errors=True)
+        write_provenance(run_dir, profile=request.profile, seed=request.seed, jobs=request.jobs, experiments=done,
+                         resumed=resumed, executor=request.executor)
+        analyze(run_dir, all_artifacts())
+    return run_dir
