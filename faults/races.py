@@ -5,11 +5,22 @@ pair, while checked policy tokens rejected all 100 cross-resource invalid
 effects.  The target-only compare-and-set committed all 100 effects after
 the policy limit became false."
 
-Each history below is written the way Hermitage writes isolation tests: a
-list of steps, each tagged with the actor that performs it (one database
-connection per actor) and the result expected *inline*.  Nothing here runs
-anything; ``runners/interleaving.py`` executes the steps against a real
-SQLite or PostgreSQL database and checks every inline expectation.
+Each :class:`Interleaving` below is written the way Hermitage writes
+isolation tests: a list of steps, each tagged with the actor that performs
+it (one database connection per actor) and the result expected *inline*, in
+the generic language of :mod:`runners.interleaving`.  Nothing here runs
+anything; the interpreter executes the steps against a real SQLite or
+PostgreSQL database (actors: :mod:`runners.race_actor`), checks every inline
+expectation and writes every operation to the execution's history, which the
+checkers of :mod:`analysis.checkers.revalidation` judge.
+
+**The race pair is deterministic, Hermitage-style**: both workers open a
+transaction (``begin``, deferred) and read the target version inside it;
+the interpreter sends no update before both reads have answered (a barrier
+inside both open transactions); then both attempt the guarded update at one
+instant (:class:`~runners.interleaving.Together`).  The two transactions
+therefore always overlap while both hold the same token; which one wins is
+up to the database, and exactly one may commit.
 
 **The business state.**  The paper's refund: a target row (the order:
 ``amount``, ``refunds`` effects applied, ``version``) and, in another table,
@@ -42,8 +53,10 @@ the checked commit starts, and the race pair's serial schedule).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
+
+from runners.interleaving import AWAIT, BLOCKS, ByVariant, Step, Together, by_variant
 
 BINDINGS: dict[str, str] = {
     "target_cas": "target-only compare-and-set: UPDATE target ... WHERE id = ? AND version = <target token>",
@@ -59,57 +72,26 @@ def justified(target: Mapping[str, Any], policy: Mapping[str, Any]) -> bool:
     return target["refunds"] == 0 and target["amount"] <= policy["refund_limit"] and policy["refunds_enabled"] == 1
 
 
-@dataclass(frozen=True)
-class ByBinding:
-    """An expected result that depends on the commit's binding."""
-
-    expected: Mapping[str, Any]
-
-    def __getitem__(self, binding: str) -> Any:
-        if binding not in self.expected:
-            raise KeyError(f"no expectation for binding {binding!r} (declared: {', '.join(self.expected)})")
-        return self.expected[binding]
-
-
-def by_binding(**expected: Any) -> ByBinding:
-    return ByBinding(expected)
-
-
-BLOCKS = "blocks"
-"""Expected result of a step that must still be waiting when the next step runs (collected by ``await``)."""
+#: An expected result that depends on the commit's binding (the interleaving's variant).
+ByBinding = ByVariant
+by_binding = by_variant
+__all__ = ["AWAIT", "BINDINGS", "BLOCKS", "ByBinding", "CROSS_RESOURCE", "HISTORIES", "Interleaving", "RULE", "Step",
+           "Together", "by_binding", "expected_commits", "justified"]
 
 
 @dataclass(frozen=True)
-class Step:
-    """``actor`` performs ``op`` (with ``args``); ``expect`` is its result (a dict: these keys of it).
+class Interleaving:
+    """One refund interleaving: its fresh rows, its steps, and the commits the declared rule permits.
 
-    Operations: ``read_target`` and ``read_policy`` (the row, remembered by the
-    actor as its token), ``validate`` (:func:`justified` over what the actor
-    read), ``set_policy`` (an update; committed at once unless the actor is
-    inside ``begin`` … ``commit_txn``), ``commit`` (the effect under the
-    binding: ``committed`` or ``rejected``), ``await`` (the result of the
-    actor's step that was expected to block).
+    Operations: ``begin`` (a deferred transaction), ``read_target`` and
+    ``read_policy`` (the row, remembered by the actor as its token),
+    ``validate`` (:func:`justified` over what the actor read), ``set_policy``
+    (an update; committed at once unless the actor is inside ``begin`` …
+    ``commit_txn``), ``commit`` (the effect under the binding, in the open
+    transaction if any: ``committed`` or ``rejected``), ``await`` (the result
+    of the actor's step that was expected to block).
     """
 
-    actor: str
-    op: str
-    args: Mapping[str, Any] = field(default_factory=dict)
-    expect: Any = None
-
-
-@dataclass(frozen=True)
-class Together:
-    """Steps of different actors started at the same moment (a barrier), truly concurrently.
-
-    ``expect`` counts the results: ``{"committed": 1, "rejected": 1}``.
-    """
-
-    steps: tuple[Step, ...]
-    expect: Any = None
-
-
-@dataclass(frozen=True)
-class History:
     name: str
     description: str
     setup: Mapping[str, int]  # amount, refund_limit, refunds_enabled of the fresh rows
@@ -119,20 +101,23 @@ class History:
 
 
 def _h(name: str, description: str, oracle: int, *steps: Step | Together, bindings=("target_cas", "policy_token"),
-       amount: int = 80, refund_limit: int = 100) -> History:
-    return History(name, description, {"amount": amount, "refund_limit": refund_limit, "refunds_enabled": 1},
-                   tuple(steps), oracle, tuple(bindings))
+       amount: int = 80, refund_limit: int = 100) -> Interleaving:
+    return Interleaving(name, description, {"amount": amount, "refund_limit": refund_limit, "refunds_enabled": 1},
+                        tuple(steps), oracle, tuple(bindings))
 
 
 # ------------------------------------------------------------ race pairs
 RACE_PAIR = _h(
-    "race_pair", "two workers hold the same token and commit the same checked refund at the same moment", 1,
-    Step("worker_a", "read_target", expect={"amount": 80, "refunds": 0, "version": 0}),
-    Step("worker_a", "read_policy", expect={"refund_limit": 100, "version": 0}),
+    "race_pair", "two workers read the same token in open transactions, meet, and commit the same refund at once", 1,
+    Step("worker_a", "begin", expect="ok"),             # deferred: no lock yet
+    Step("worker_b", "begin", expect="ok"),
+    Step("worker_a", "read_target", expect={"amount": 80, "refunds": 0, "version": 0}),   # inside the transaction
     Step("worker_b", "read_target", expect={"amount": 80, "refunds": 0, "version": 0}),
+    Step("worker_a", "read_policy", expect={"refund_limit": 100, "version": 0}),
     Step("worker_b", "read_policy", expect={"refund_limit": 100, "version": 0}),
     Step("worker_a", "validate", expect=True),          # not refunded, 80 <= 100
     Step("worker_b", "validate", expect=True),          # the same decision, the same token (version 0)
+    # the barrier: both transactions are open and hold token v0; now both attempt the guarded update
     Together((Step("worker_a", "commit"), Step("worker_b", "commit")),
              expect=by_binding(target_cas={"committed": 1, "rejected": 1},
                                unchecked={"committed": 2})),   # the broken control refunds twice
@@ -216,22 +201,22 @@ POLICY_CHANGE_IN_FLIGHT = _h(
     Step("policy_admin", "set_policy", {"refund_limit": 50}, expect="updated"),  # uncommitted: holds the row
     Step("agent", "commit", expect=BLOCKS),        # the token check waits for the admin's transaction
     Step("policy_admin", "commit_txn", expect="committed"),
-    Step("agent", "await", expect="rejected"),     # it then sees policy v1 != token v0
+    Step("agent", AWAIT, expect="rejected"),     # it then sees policy v1 != token v0
     Step("auditor", "read_target", expect={"refunds": 0, "version": 0}),
     bindings=("policy_token",),
 )
 
-HISTORIES: dict[str, History] = {h.name: h for h in (RACE_PAIR, RACE_SERIAL, *CROSS_RESOURCE, POLICY_CHANGE_IN_FLIGHT)}
+HISTORIES: dict[str, Interleaving] = {h.name: h for h in (RACE_PAIR, RACE_SERIAL, *CROSS_RESOURCE, POLICY_CHANGE_IN_FLIGHT)}
 
 
-def expected_commits(history: History, binding: str) -> int:
+def expected_commits(history: Interleaving, binding: str) -> int:
     """Effects the history's inline expectations promise under ``binding`` (its commit steps, counted)."""
     n = 0
     for item in history.steps:
         if isinstance(item, Together):
             counts = item.expect[binding] if isinstance(item.expect, ByBinding) else item.expect
             n += (counts or {}).get("committed", 0)
-        elif item.op in ("commit", "await"):
+        elif item.op in ("commit", AWAIT):
             expect = item.expect[binding] if isinstance(item.expect, ByBinding) else item.expect
             n += expect == "committed"
     return n

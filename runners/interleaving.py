@@ -1,40 +1,112 @@
-"""Execute a literal interleaving (``faults/races.py``) against a real database, step by step.
+"""Literal interleavings, Hermitage-style, and the interpreter that executes them against real actors.
 
-Serves the ATR paper's races result (§5): every actor of a history is a
-process of its own (:mod:`runners.race_actor`) holding its own connection to
-a :class:`~runners.race_store.RaceStore`; the interpreter sends it the steps
-in the written order and compares each result with the result written
-inline.  Three kinds of step:
+Models no domain.  An interleaving is a list of steps, each tagged with the
+actor that performs it (one process, one connection) and the result expected
+*inline*; a family writes its own (``faults/races.py`` for the revalidation
+race pairs) and supplies a :class:`Domain`: how to start an actor, what
+fresh state a run starts from, what the audit read finds afterwards, and
+which status each answer gets in the history.
 
-- a plain :class:`~faults.races.Step` must return before the next starts;
-- a :class:`~faults.races.Together` group is sent to its actors with one
-  start instant a millisecond ahead; each actor spins until then, so their
-  transactions really overlap in the database (the race pairs);
-- a step expected to ``blocks`` must still be waiting after ``settle_s``;
-  the history goes on, and the actor's ``await`` step collects its result
-  (a Hermitage "T1 blocks ... T2 commits ... T1 returns").
+Three kinds of step:
 
-After the last step the interpreter reads the target row once more on a
-connection of its own: the refunds it holds are the execution's effects,
-the number every table counts.  Nothing is taken from the expectation.
+- a plain :class:`Step` must return before the next starts (so the
+  interpreter itself is a barrier: a step is sent only once every earlier
+  step has answered — "both workers read inside their open transactions,
+  then both update" is written as the reads, then a :class:`Together`);
+- a :class:`Together` group is sent to its actors with one start instant a
+  millisecond ahead (:func:`runners.processes.start_instant`); each actor
+  spins until then, so their operations are in flight together;
+- a step expected to :data:`BLOCKS` must still be waiting after
+  ``settle_s``; the run goes on, and the actor's ``await`` step collects its
+  result (a Hermitage "T1 blocks ... T2 commits ... T1 returns").
+
+An expectation may depend on the run's *variant* (:func:`by_variant`; the
+races call it the binding).  Every operation becomes one
+:class:`~vocabulary.Operation` of the run's history — the domain's ``setup``
+first, then each actor's operation with its own start and end, then the
+``audit`` — and an operation whose actor died or gave no answer in time is
+``indeterminate``: kept, never dropped or guessed (the actor is killed and
+replaced for later steps).
 """
 from __future__ import annotations
 
-import json
-import os
-import select
-import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol, Sequence
 
-from faults.races import BLOCKS, ByBinding, History, Step, Together
-from runners.race_store import TIMEOUT_S, RaceStore
+from runners.processes import ActorProcess, start_instant
+from vocabulary import FAIL, INDETERMINATE, OK, Operation
 
-LEAD_NS = 1_000_000  # a Together group starts this long after it is sent
-REPLY_TIMEOUT_S = TIMEOUT_S + 20
+BLOCKS = "blocks"
+"""Expected result of a step that must still be waiting when the next step runs (collected by ``await``)."""
+AWAIT = "await"
+REPLY_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class ByVariant:
+    """An expected result that depends on the run's variant."""
+
+    expected: Mapping[str, Any]
+
+    def __getitem__(self, variant: str) -> Any:
+        if variant not in self.expected:
+            raise KeyError(f"no expectation for variant {variant!r} (declared: {', '.join(self.expected)})")
+        return self.expected[variant]
+
+
+def by_variant(**expected: Any) -> ByVariant:
+    return ByVariant(expected)
+
+
+@dataclass(frozen=True)
+class Step:
+    """``actor`` performs ``op`` (with ``args``); ``expect`` is its result (a dict: these keys of it)."""
+
+    actor: str
+    op: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    expect: Any = None
+
+
+@dataclass(frozen=True)
+class Together:
+    """Steps of different actors started at the same instant, truly concurrently.
+
+    ``expect`` counts the results, e.g. ``{"committed": 1, "rejected": 1}``.
+    """
+
+    steps: tuple[Step, ...]
+    expect: Any = None
+
+
+class Script(Protocol):
+    """What the interpreter reads of an interleaving: a name and its steps."""
+
+    name: str
+    steps: Sequence[Step | Together]
+
+
+class Domain(Protocol):
+    """What a family supplies to the interpreter."""
+
+    def start_actor(self, name: str) -> ActorProcess:
+        """A new actor process (it serves :func:`runners.processes.serve_json_lines`)."""
+
+    def request(self, step: Step, case: int) -> dict:
+        """The JSON request that asks an actor to perform ``step`` in execution ``case``."""
+
+    def prepare(self, script: Script, case: int) -> dict:
+        """Fresh state for one execution; what it is (recorded as the history's ``setup`` operation)."""
+
+    def audit(self, script: Script, case: int) -> dict:
+        """What the state holds afterwards, read on a connection of the domain's own."""
+
+    def status(self, op: str, result: Any) -> str:
+        """``ok`` or ``fail`` for an answered operation (e.g. a refused commit fails)."""
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -54,13 +126,14 @@ class StepResult:
 
 @dataclass
 class Execution:
-    history: str
-    binding: str
+    script: str
+    variant: str
     case: int
     steps: list[StepResult]
-    effects: int  # refunds on the target row afterwards, read from the database
+    audit: dict  # the domain's read of the state afterwards
     wall_ns: int
-    errors: list[str] = field(default_factory=list)
+    operations: list[Operation]  # the history of this execution (indices from 0)
+    errors: list[str] = field(default_factory=list)  # answers that were errors (the other side answered)
 
     @property
     def as_expected(self) -> bool:
@@ -71,18 +144,9 @@ class Execution:
         """The first step whose result differs from its inline expectation ('' if none)."""
         return next((s.describe() for s in self.steps if not s.ok), "")
 
-    def _commits(self) -> list[StepResult]:
-        flat = [m for s in self.steps for m in (s.members or (s,))]
-        return [s for s in flat if s.op in ("commit", "await")]
-
     @property
-    def commits_reported(self) -> int:
-        """Commit attempts the database answered with 'committed' (rowcount 1)."""
-        return sum(s.result == "committed" for s in self._commits())
-
-    @property
-    def rejections(self) -> int:
-        return sum(s.result == "rejected" for s in self._commits())
+    def indeterminate(self) -> int:
+        return sum(op.indeterminate for op in self.operations)
 
 
 def _matches(result: Any, expected: Any, exact: bool) -> bool:
@@ -93,72 +157,36 @@ def _matches(result: Any, expected: Any, exact: bool) -> bool:
     return result == expected
 
 
-class ActorProcess:
-    """One actor: a ``runners.race_actor`` child process and the pipe to it."""
-
-    def __init__(self, name: str, store: RaceStore, binding: str):
-        self.name = name
-        env = dict(os.environ)
-        if hasattr(store, "dsn"):
-            env["DRIFTLAB_POSTGRES_DSN"] = store.dsn
-        self.proc = subprocess.Popen([sys.executable, "-m", "runners.race_actor", store.backend, store.location, binding],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True, bufsize=1)
-
-    def send(self, op: str, case: int, args: Mapping | None = None, at_ns: int | None = None) -> None:
-        cmd = {"op": op, "case": case, "args": dict(args or {}), **({"at_ns": at_ns} if at_ns else {})}
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-
-    def ready(self, timeout: float) -> bool:
-        return bool(select.select([self.proc.stdout], [], [], timeout)[0])
-
-    def reply(self, timeout: float = REPLY_TIMEOUT_S) -> tuple[Any, int, int]:
-        if not self.ready(timeout):  # its outcome is unknown; a later answer would be misread: end it
-            self.proc.kill()
-            return f"error: {self.name} gave no answer within {timeout} s (outcome unknown)", 0, 0
-        line = self.proc.stdout.readline()
-        if not line:
-            return f"error: {self.name} exited with code {self.proc.wait()}", 0, 0
-        r = json.loads(line)
-        return r["result"], r["start_ns"], r["end_ns"]
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.close()  # end of commands: the actor closes its connection and exits
-        except OSError:
-            pass  # it is already gone
-        try:
-            self.proc.wait(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdout.close()
+def is_error(result: Any) -> bool:
+    return isinstance(result, str) and result.startswith("error")
 
 
 class Interpreter:
-    """Runs histories for one binding; one process (and connection) per actor, reused across executions."""
+    """Runs interleavings for one variant; one process per actor, reused across executions.
 
-    def __init__(self, store: RaceStore, binding: str, settle_s: float = 0.2):
-        self.store, self.binding, self.settle_s = store, binding, settle_s
+    ``origin_ns`` is the history clock's zero (a ``perf_counter_ns`` value):
+    operation times are seconds since it.
+    """
+
+    def __init__(self, domain: Domain, variant: str, settle_s: float = 0.2, reply_timeout_s: float = REPLY_TIMEOUT_S,
+                 origin_ns: int | None = None):
+        self.domain, self.variant, self.settle_s = domain, variant, settle_s
+        self.reply_timeout_s = reply_timeout_s
+        self.origin_ns = time.perf_counter_ns() if origin_ns is None else origin_ns
         self._actors: dict[str, ActorProcess] = {}
-        self._own = store.connect()  # the interpreter's: fresh rows before, the audit read after
 
     def actor(self, name: str) -> ActorProcess:
         if name not in self._actors or not self._actors[name].alive:  # a dead actor is replaced
             if name in self._actors:
                 self._actors[name].close()
-            self._actors[name] = ActorProcess(name, self.store, self.binding)
+            self._actors[name] = self.domain.start_actor(name)
         return self._actors[name]
 
     def close(self) -> None:
         for a in self._actors.values():
             a.close()
         self._actors.clear()
-        self._own.close()
+        self.domain.close()
 
     def __enter__(self) -> "Interpreter":
         return self
@@ -167,60 +195,95 @@ class Interpreter:
         self.close()
 
     def expected(self, value: Any) -> Any:
-        return value[self.binding] if isinstance(value, ByBinding) else value
+        return value[self.variant] if isinstance(value, ByVariant) else value
+
+    def _t(self, ns: int | None) -> float | None:
+        return None if ns is None else (ns - self.origin_ns) / 1e9
 
     # ------------------------------------------------------------ running
-    def run(self, history: History, case: int) -> Execution:
-        if self.binding not in history.bindings:
-            raise ValueError(f"history {history.name} declares no results for binding {self.binding!r}")
-        for item in history.steps:  # every actor is up before the history starts
+    def run(self, script: Script, case: int) -> Execution:
+        for item in script.steps:  # every actor is up before the execution starts
             for step in item.steps if isinstance(item, Together) else (item,):
                 self.actor(step.actor)
+        self._ops: list[Operation] = []
+        self._base = {"group": case, "script": script.name, "variant": self.variant}
+        self._errors: list[str] = []
         t0 = time.perf_counter_ns()
-        self.store.new_case(self._own, case, **history.setup)
-        waiting: set[str] = set()  # actors whose blocked step is still running
+        setup = self.domain.prepare(script, case)
+        self._record("setup", "setup", OK, t0, time.perf_counter_ns(), {"state": setup})
+        waiting: dict[str, tuple[Step, int]] = {}  # actors whose blocked step is still running: (step, sent at)
         results = []
-        for item in history.steps:
-            results.append(self._together(item, case) if isinstance(item, Together) else self._step(item, case, waiting))
-        errors = [m.result for r in results for m in (r.members or (r,))
-                  if isinstance(m.result, str) and m.result.startswith("error")]
-        for name in waiting:  # a blocked step nobody awaited: collect it, report it
-            errors.append(f"error: {name}: blocked step never awaited, result {self.actor(name).reply()[0]!r}")
-        effects = self.store.read_target(self._own, case)["refunds"]
-        return Execution(history.name, self.binding, case, results, effects, time.perf_counter_ns() - t0, errors)
+        for n, item in enumerate(script.steps):
+            results.append(self._together(item, case, n) if isinstance(item, Together)
+                           else self._step(item, case, waiting))
+        for name, (step, sent) in list(waiting.items()):  # a blocked step nobody awaited: collect it, report it
+            result, _, _ = self._collect(name, step, sent)
+            self._errors.append(f"error: {name}: blocked step never awaited, result {result!r}")
+        a0 = time.perf_counter_ns()
+        audit = self.domain.audit(script, case)
+        end = time.perf_counter_ns()
+        self._record("audit", "audit", OK, a0, end, {"state": audit})
+        return Execution(script.name, self.variant, case, results, audit, end - t0, self._ops, self._errors)
 
-    def _step(self, step: Step, case: int, waiting: set[str]) -> StepResult:
+    def _record(self, actor: str, name: str, status: str, start_ns: int | None, end_ns: int | None,
+                value: Mapping[str, Any]) -> None:
+        self._ops.append(Operation(len(self._ops), actor, name, status, self._t(start_ns), self._t(end_ns),
+                                   {**self._base, **value}))
+
+    def _collect(self, name: str, step: Step, sent_ns: int, together: int | None = None) -> tuple[Any, int, int]:
+        """The actor's answer to ``step``, recorded as one operation of the history."""
+        actor = self.actor(name)
+        reply = actor.reply(self.reply_timeout_s)
+        extra = {"args": dict(step.args)} if step.args else {}
+        if together is not None:
+            extra["together"] = together
+        if reply is None:  # died or silent: the outcome is unknown
+            self._record(name, step.op, INDETERMINATE, sent_ns, None, {**extra, "result": None, "lost": actor.lost})
+            now = time.perf_counter_ns()
+            return f"indeterminate: {actor.lost}", sent_ns, now
+        result = reply["result"]
+        if is_error(result):
+            self._errors.append(f"{name} {step.op}: {result}")
+        status = FAIL if is_error(result) else self.domain.status(step.op, result)
+        self._record(name, step.op, status, reply["start_ns"], reply["end_ns"],
+                     {**extra, "result": result, **reply.get("info", {})})
+        return result, reply["start_ns"], reply["end_ns"]
+
+    def _step(self, step: Step, case: int, waiting: dict[str, tuple[Step, int]]) -> StepResult:
         expected = self.expected(step.expect)
-        actor = self.actor(step.actor)
-        if step.op == "await":
+        if step.op == AWAIT:
             if step.actor not in waiting:  # its step did not block: a mismatch, already reported
                 now = time.perf_counter_ns()
                 return StepResult(step.actor, step.op, "error: nothing to await", expected, False, now, now)
-            waiting.discard(step.actor)
-            result, start, end = actor.reply()
+            blocked, sent = waiting.pop(step.actor)
+            result, start, end = self._collect(step.actor, blocked, sent)
             return StepResult(step.actor, step.op, result, expected, _matches(result, expected, True), start, end)
         if step.actor in waiting:
             raise ValueError(f"{step.actor} still waits on a blocked step; 'await' it before {step.op}")
-        actor.send(step.op, case, step.args)
+        actor = self.actor(step.actor)
+        sent = time.perf_counter_ns()
+        actor.send(self.domain.request(step, case))
         if expected == BLOCKS:
             if not actor.ready(self.settle_s):
-                waiting.add(step.actor)
+                waiting[step.actor] = (step, sent)
                 now = time.perf_counter_ns()
                 return StepResult(step.actor, step.op, BLOCKS, BLOCKS, True, now, now)
-            result, start, end = actor.reply()  # it returned: it did not block
+            result, start, end = self._collect(step.actor, step, sent)  # it returned: it did not block
             return StepResult(step.actor, step.op, result, BLOCKS, False, start, end)
-        result, start, end = actor.reply()
+        result, start, end = self._collect(step.actor, step, sent)
         return StepResult(step.actor, step.op, result, expected, _matches(result, expected, False), start, end)
 
-    def _together(self, group: Together, case: int) -> StepResult:
-        at = time.perf_counter_ns() + LEAD_NS
+    def _together(self, group: Together, case: int, n: int) -> StepResult:
+        at = start_instant()
+        sent = time.perf_counter_ns()
         for step in group.steps:
-            self.actor(step.actor).send(step.op, case, step.args, at_ns=at)
+            self.actor(step.actor).send(self.domain.request(step, case), at_ns=at)
         members = []
         for step in group.steps:
-            result, start, end = self.actor(step.actor).reply()
+            result, start, end = self._collect(step.actor, step, sent, together=n)
             expected = self.expected(step.expect)
-            members.append(StepResult(step.actor, step.op, result, expected, _matches(result, expected, False), start, end))
+            members.append(StepResult(step.actor, step.op, result, expected, _matches(result, expected, False),
+                                      start, end))
         counts = dict(Counter(str(m.result) for m in members))
         expected = self.expected(group.expect)
         return StepResult("+".join(s.actor for s in group.steps), "together", counts, expected,

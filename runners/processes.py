@@ -47,10 +47,10 @@ import subprocess
 import sys
 import time
 import traceback
-from typing import Any, Callable, Iterable, Mapping, TextIO
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, TextIO
 
 __all__ = [
-    "ActorProcess", "Barrier", "StepServer", "StepFailed", "dotted", "fork_call", "kill", "reap", "resolve_step",
+    "ActorProcess", "Answer", "Barrier", "StepServer", "StepFailed", "dotted", "fork_call", "kill", "reap", "resolve_step",
     "serve_json_lines", "serve_steps", "spin_until", "start_instant", "child_env",
 ]
 
@@ -284,12 +284,20 @@ def Barrier(parties: int, timeout: float | None = None):  # noqa: N802 - reads a
 
 
 # ------------------------------------------------------------------ actor processes (JSON lines)
+class Answer(NamedTuple):
+    """A handler's result with side information (``info``: a JSON object sent beside the result)."""
+
+    result: Any
+    info: dict
+
+
 def serve_json_lines(handle: Callable[[dict], Any], requests: TextIO, replies: TextIO) -> None:
     """An actor's loop: for each JSON request line, ``handle(request)`` -> one JSON reply line.
 
     A request may carry ``"at_ns"``: the actor :func:`spin_until` that
     instant first.  The reply is ``{"result", "start_ns", "end_ns"}`` (the
-    handler's timing on the ``perf_counter_ns`` clock); an exception becomes
+    handler's timing on the ``perf_counter_ns`` clock), plus ``"info"`` when
+    the handler returns an :class:`Answer`; an exception becomes
     the result ``"error: <Type>: <first line>"``, so the caller sees what the
     other side answered.
     """
@@ -298,12 +306,18 @@ def serve_json_lines(handle: Callable[[dict], Any], requests: TextIO, replies: T
         if req.get("at_ns") is not None:
             spin_until(req["at_ns"])
         start = time.perf_counter_ns()
+        info = None
         try:
             result = handle(req)
+            if isinstance(result, Answer):
+                result, info = result
         except Exception as exc:  # noqa: BLE001 - the answer is the result, errors included
             text = str(exc).strip()
             result = f"error: {type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-        replies.write(json.dumps({"result": result, "start_ns": start, "end_ns": time.perf_counter_ns()}) + "\n")
+        reply = {"result": result, "start_ns": start, "end_ns": time.perf_counter_ns()}
+        if info:
+            reply["info"] = info
+        replies.write(json.dumps(reply) + "\n")
         replies.flush()
 
 
@@ -329,7 +343,7 @@ class ActorProcess:
         return bool(select.select([self.proc.stdout], [], [], timeout)[0])
 
     def reply(self, timeout: float) -> dict | None:
-        """The answer ``{"result", "start_ns", "end_ns"}``, or None if the actor died or gave none in time.
+        """The answer ``{"result", "start_ns", "end_ns"[, "info"]}``, or None if the actor died or gave none in time.
 
         An actor that gives no answer in time is killed: a later answer would
         be misread as the answer to a later request.  Either way the

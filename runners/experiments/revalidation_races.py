@@ -19,21 +19,45 @@ its commit, each run under ``target_cas`` (commits: a false allow) and
 
 Grid: backend (``--backend``, one per run) × history × binding × chunk of
 executions, so cells run in parallel and an interrupted run resumes.  Each
-cell owns a fresh database (a SQLite file, or a PostgreSQL schema created
-and dropped by the cell).  A record is one execution: the effects counted
-from the target row afterwards, the commit answers, whether every inline
-expectation held, and for race pairs how far the two commit attempts
-overlapped in time.  ``--repetitions N`` sets the executions of every
-history and binding.
+cell owns a fresh database (a SQLite file under the run's ``scratch/``, or a
+PostgreSQL schema created and dropped by the cell, :mod:`runners.race_store`).
+
+**History.**  Every operation of every actor (actor, name, start, end,
+status, value with ``group`` = the execution's repetition) goes to the
+cell's history (``histories/revalidation_races/<cell>.jsonl``).  An actor
+that died or went silent leaves an ``indeterminate`` operation: it is kept,
+never folded into an error count, and the execution's verdict is then
+``unknown`` unless a violation is proven anyway.
+
+**Records.**  One per execution: the effects counted from the target row
+afterwards (the audit read), the commit answers, the checkers' verdict on
+the execution's history (:mod:`analysis.checkers.revalidation`:
+``one_commit_per_pair`` for race pairs, ``rule_holds_at_commit`` for every
+refund history; the worst prevails) with its first witness, whether every
+inline expectation held, and for race pairs the timing of the overlap:
+``overlap_us`` is how long both transactions were open together *after both
+had read their token* (from the later read's end to the earlier commit's
+end; positive by construction of the Hermitage-style pair, measured from the
+actors' own clocks), ``start_skew_us`` how far apart the two guarded updates
+started, ``lock_retries`` how many of the pair's updates SQLite refused with
+``SQLITE_BUSY``/``SQLITE_BUSY_SNAPSHOT`` and retried in a write transaction
+with the same token, and ``refused_by_cas`` how many commits the
+compare-and-set (or the policy token) refused.  ``--repetitions N`` sets the
+executions of every history and binding.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from faults.races import CROSS_RESOURCE, RACE_PAIR, expected_commits
-from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
-from runners.interleaving import Interpreter
+from analysis.artifact import Artifact
+from faults.races import CROSS_RESOURCE, RACE_PAIR, Interleaving, expected_commits
+from runners.backends import check_postgres
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, derive_seed
+from runners.interleaving import Execution, Interpreter
+from runners.race_actor import REPLY_TIMEOUT_S, RaceDomain
 from runners.race_store import open_store, postgres_dsn
+from vocabulary import INDETERMINATE, OK, History, Verdict
 
 HISTORIES = {h.name: h for h in (RACE_PAIR, *CROSS_RESOURCE)}
 #: (history, binding) -> executions per profile
@@ -43,25 +67,79 @@ PLAN = {
     **{(h.name, b): {"quick": 5, "paper": 25} for h in CROSS_RESOURCE for b in ("target_cas", "policy_token")},
 }
 CHUNK = {"quick": 100, "paper": 500}  # executions per cell
+NAN = float("nan")
+
+
+def _table(records):
+    from analysis.revalidation_races import table
+
+    return table(records)
+
+
+def _report(table, records):
+    from analysis.revalidation_races import report
+
+    return report(table, records)
+
+
+def _draw(records, table, out):
+    from figures.revalidation_races import draw
+
+    return draw(records, table, out)
+
+
+def timing(x: Execution) -> dict:
+    """Overlap of a race pair, from the actors' own clocks (µs; NaN when the execution is not a pair)."""
+    commits = [op for op in x.operations if op.name == "commit" and "together" in op.value]
+    if len({op.actor for op in commits}) != 2:
+        return {"overlap_us": NAN, "start_skew_us": NAN}
+    a, b = commits
+    reads = {w: max((op.end for op in x.operations if op.actor == w and op.name == "read_target"
+                     and op.end is not None and op.end <= (c.start or 0)), default=None) for w, c in
+             ((a.actor, a), (b.actor, b))}
+    ends = [op.end for op in commits]
+    overlap = NAN
+    if None not in ends and None not in reads.values():
+        overlap = (min(ends) - max(reads.values())) * 1e6
+    return {"overlap_us": overlap, "start_skew_us": abs(a.start - b.start) * 1e6}
+
+
+def record(x: Execution, history: Interleaving, binding: str, seed: int) -> dict:
+    """One execution's record, its verdict taken from the checkers on its own history."""
+    from analysis.checkers.revalidation import verdicts_by_group
+
+    judged = verdicts_by_group(History("revalidation", tuple(x.operations))).get(x.case)
+    verdict = judged.verdict if judged else Verdict.VALID
+    commits = [op for op in x.operations if op.name == "commit"]
+    return {
+        "repetition": x.case, "seed": seed,
+        "oracle_commits": history.oracle_commits, "expected_commits": expected_commits(history, binding),
+        "commits": int(x.audit["refunds"]), "commits_reported": sum(op.status == OK for op in commits),
+        "rejections": sum(op.value.get("result") == "rejected" for op in commits),
+        "refused_by_cas": sum(bool(op.value.get("refused_by")) for op in commits),
+        "lock_retries": sum(bool(op.value.get("retried_after")) for op in commits),
+        "indeterminate": sum(op.status == INDETERMINATE for op in x.operations),
+        "verdict": verdict.value, "witness": judged.witness.explanation if judged and judged.witness else "",
+        "as_expected": x.as_expected, "mismatch": x.mismatch, "errors": "; ".join(x.errors),
+        **timing(x), "wall_us": x.wall_ns / 1000,
+    }
 
 
 class RevalidationRaces(Experiment):
     name = "revalidation_races"
     family = "revalidation"
     description = "race pairs under version-token CAS; cross-resource histories: target-only CAS vs policy token"
+    uses_user_scenarios = False
+    seconds_per_execution = 0.02
+    artifacts = (Artifact("revalidation_races", table=_table, report=_report, draw=_draw),)
 
     def check(self, options: Options) -> None:
         if options.backend not in ("sqlite", "postgres"):
             raise DriftlabError(f"--backend {options.backend!r}: expected sqlite or postgres")
         if options.backend == "postgres":
-            try:
-                import psycopg
-
-                with psycopg.connect(postgres_dsn()) as conn:
-                    conn.execute("select 1")
-            except Exception as exc:  # noqa: BLE001 - any failure means the backend cannot be used
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise DriftlabError(f"--backend postgres: cannot connect ({first}); set DRIFTLAB_POSTGRES_DSN") from None
+            why = check_postgres(postgres_dsn())
+            if why:
+                raise DriftlabError(f"--backend postgres: cannot connect ({why}); set DRIFTLAB_POSTGRES_DSN")
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         cells = []
@@ -75,30 +153,23 @@ class RevalidationRaces(Experiment):
                 cells.append(Cell(self.name, params, size, seed))
         return cells
 
-    def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
+    def run_cell(self, cell: Cell, options: Options) -> CellOutput:
         p = cell.p
         history = HISTORIES[p["history"]]
-        rows = []
+        if p["binding"] not in history.bindings:
+            raise ValueError(f"history {history.name} declares no results for binding {p['binding']!r}")
+        rows, operations = [], []
         store = open_store(p["backend"], scratch=options.scratch)
         try:
-            with Interpreter(store, p["binding"]) as interpreter:
+            with Interpreter(RaceDomain(store, p["binding"]), p["binding"], reply_timeout_s=REPLY_TIMEOUT_S) as run:
                 for i in range(cell.repetitions):
                     rep = p["first"] + i
-                    x = interpreter.run(history, case=rep)
-                    race = next((s.members for s in x.steps if s.op == "together"), ())
-                    skew = overlap = float("nan")
-                    if len(race) == 2:
-                        a, b = race
-                        skew = abs(a.start_ns - b.start_ns) / 1000
-                        overlap = (min(a.end_ns, b.end_ns) - max(a.start_ns, b.start_ns)) / 1000
-                    rows.append({
-                        "repetition": rep, "seed": derive_seed(cell.seed, p["history"], p["binding"], rep),
-                        "oracle_commits": history.oracle_commits,
-                        "expected_commits": expected_commits(history, p["binding"]),
-                        "commits": x.effects, "commits_reported": x.commits_reported, "rejections": x.rejections,
-                        "as_expected": x.as_expected, "mismatch": x.mismatch, "errors": "; ".join(x.errors),
-                        "start_skew_us": skew, "overlap_us": overlap, "wall_us": x.wall_ns / 1000,
-                    })
+                    x = run.run(history, case=rep)
+                    rows.append(record(x, history, p["binding"], derive_seed(cell.seed, p["history"], p["binding"], rep)))
+                    operations += [replace(op, index=len(operations) + n) for n, op in enumerate(x.operations)]
         finally:
             store.drop()
-        return {k: [r[k] for r in rows] for k in rows[0]}
+        meta = {"experiment": self.name, "cell": cell.id, **p, "seed": cell.seed,
+                "model": "one commit per race pair; no refund while the rule is false at commit"}
+        return CellOutput({k: [r[k] for r in rows] for k in rows[0]},
+                          History("revalidation", tuple(operations), meta))
