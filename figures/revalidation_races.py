@@ -5,7 +5,8 @@ or 2 commits, per binding (the version-token CAS beside the broken
 ``unchecked`` control).  Right: per cross-resource history, the share of
 executions whose refund committed although the policy was false (a false
 allow, red) or was rejected (green), under the target-only CAS and the
-checked policy token.
+checked policy token.  Every bar is counted from the records (``table`` is
+accepted for the uniform signature ``draw(records, table, out)``).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ PAIR_COLORS = {"target_cas": "#2b6ca3", "unchecked": "#b0b0b0"}
 COMMITTED, REJECTED = "#c0392b", "#4c9a2a"
 
 
-def draw(records: pd.DataFrame, out: Path) -> list[Path]:
+def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
     backends = list(dict.fromkeys(records["backend"]))
     fig, axes = plt.subplots(len(backends), 2, figsize=(10, 3.6 * len(backends)), squeeze=False,
                              gridspec_kw={"width_ratios": [1, 2]})

@@ -92,11 +92,13 @@ def _flush() -> None:
 
 
 def _child(fn: Callable, args: Iterable) -> None:
-    """In a forked child: call, then ``os._exit`` (0 on success, 1 with the traceback on stderr)."""
+    """In a forked child: call, then ``os._exit`` (0 on success, ``sys.exit``'s code, else 1 with the traceback)."""
     code = 1
     try:
         fn(*args)
         code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:  # noqa: BLE001 - reported on stderr; the exit code carries it
         traceback.print_exc()
         sys.stderr.flush()

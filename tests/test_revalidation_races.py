@@ -8,18 +8,40 @@ step-by-step check can fail.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from dataclasses import replace
 
 import pandas as pd
+import psutil
 import pytest
 
+from analysis.checkers.revalidation import verdicts_by_group
 from analysis.revalidation_races import report, table
 from faults.races import (CROSS_RESOURCE, HISTORIES, POLICY_CHANGE_IN_FLIGHT, RACE_PAIR, Step, by_binding,
                           expected_commits)
-from runners.experiment import Options
-from runners.experiments.revalidation_races import RevalidationRaces
+from runners import backends, processes
+from runners.experiment import CellOutput, Options
+from runners.experiments.revalidation_races import RevalidationRaces, timing
 from runners.interleaving import Interpreter
-from runners.race_store import open_store
+from runners.race_actor import RaceDomain
+from runners.race_store import SCHEMA_PREFIX, drop_orphans, open_store, schema_name
+from vocabulary import INDETERMINATE, History, Verdict, history_from_jsonl, history_to_jsonl
+
+
+def effects(x) -> int:
+    return x.audit["refunds"]
+
+
+def answers(x, result: str) -> int:
+    return sum(op.name == "commit" and op.value.get("result") == result for op in x.operations)
+
+
+def verdict(x) -> Verdict:
+    judged = verdicts_by_group(History("revalidation", tuple(x.operations))).get(x.case)
+    return judged.verdict if judged else Verdict.VALID
 
 
 class Lab:
@@ -32,7 +54,7 @@ class Lab:
 
     def run(self, history, binding: str, n: int = 1):
         if binding not in self.interpreters:
-            self.interpreters[binding] = Interpreter(self.store, binding)
+            self.interpreters[binding] = Interpreter(RaceDomain(self.store, binding), binding)
         out = []
         for _ in range(n):
             self.case += 1
@@ -70,29 +92,62 @@ def _explain(executions) -> str:
 
 
 # ------------------------------------------------------------------ race pairs
-def test_race_pairs_commit_exactly_once(lab):
+def test_race_pairs_overlap_and_commit_exactly_once(lab):
+    """Hermitage-style pairs: both transactions open with the same token; one commit, one CAS refusal."""
     runs = lab.run(RACE_PAIR, "target_cas", n=100)
-    assert [x.effects for x in runs] == [1] * 100  # refunds on the target row, read from the database
-    assert all(x.commits_reported == 1 and x.rejections == 1 for x in runs)
-    assert all(x.as_expected for x in runs), _explain(runs)
+    assert [effects(x) for x in runs] == [1] * 100  # refunds on the target row, read from the database
+    assert all(answers(x, "committed") == 1 and answers(x, "rejected") == 1 for x in runs)
+    assert all(x.as_expected and not x.errors for x in runs), _explain(runs)
+    # the loser is refused by the compare-and-set (rowcount 0), never by a lock timeout or an error
+    refusals = [op.value.get("refused_by") for x in runs for op in x.operations if op.value.get("result") == "rejected"]
+    assert refusals == ["target_cas"] * 100
+    overlapping = sum(timing(x)["overlap_us"] > 0 for x in runs)
+    assert overlapping >= 95, f"only {overlapping} of 100 pairs overlapped"
+    assert all(verdict(x) is Verdict.VALID for x in runs)
+
+
+def test_sqlite_loser_retries_with_its_own_token(sqlite_lab):
+    """SQLite refuses the loser's first write busy; the retry keeps token v0 and the CAS refuses it."""
+    (x,) = sqlite_lab.run(RACE_PAIR, "target_cas")
+    (loser,) = [op for op in x.operations if op.value.get("result") == "rejected"]
+    assert loser.value["retried_after"] in ("SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT")
+    assert loser.value["target_token"] == 0 and loser.value["in_transaction"] is True
 
 
 def test_a_commit_that_ignores_the_token_refunds_twice(lab):
     """The broken control: the same race with the token ignored breaks 'exactly one' in every pair."""
     runs = lab.run(RACE_PAIR, "unchecked", n=20)
-    assert [x.effects for x in runs] == [2] * 20
+    assert [effects(x) for x in runs] == [2] * 20
     assert all(x.as_expected for x in runs), _explain(runs)
+    assert all(verdict(x) is Verdict.INVALID for x in runs)  # the checker sees the double commit
 
 
-@pytest.mark.postgres
-def test_postgres_race_attempts_really_overlap(pg_lab):
-    """The two commit transactions are in flight at the same time (the second waits on the row lock)."""
-    runs = pg_lab.run(RACE_PAIR, "target_cas", n=30)
-    overlapping = 0
-    for x in runs:
-        a, b = next(s for s in x.steps if s.op == "together").members
-        overlapping += min(a.end_ns, b.end_ns) > max(a.start_ns, b.start_ns)
-    assert overlapping >= 10
+class LockedAfterSetup(RaceDomain):
+    """The race domain, with SQLite's writer lock taken by an outsider right after the fresh rows are written."""
+
+    def prepare(self, script, case):
+        state = super().prepare(script, case)
+        self.held = self.store.connect()
+        self.held.execute("BEGIN IMMEDIATE")
+        return state
+
+
+def test_a_silent_actor_is_indeterminate_and_its_pair_unknown(sqlite_lab):
+    """Workers that never answer are killed; their commits are indeterminate, never errors, never valid."""
+    domain = LockedAfterSetup(sqlite_lab.store, "target_cas")
+    interpreter = Interpreter(domain, "target_cas", reply_timeout_s=0.5)
+    pair = replace(RACE_PAIR, steps=tuple(s for s in RACE_PAIR.steps if getattr(s, "actor", "") != "auditor"))
+    try:  # both updates get SQLITE_BUSY, retry with BEGIN IMMEDIATE and wait (busy timeout 10 s): no answer
+        x = interpreter.run(pair, case=10_000)  # the audit still reads: WAL readers do not wait for the writer
+    finally:
+        domain.held.execute("ROLLBACK")
+        domain.held.close()
+        interpreter.close()
+    commits = [op for op in x.operations if op.name == "commit"]
+    assert [op.status for op in commits] == [INDETERMINATE, INDETERMINATE]
+    assert all(op.end is None and "no answer" in op.value["lost"] for op in commits)
+    assert not x.errors  # not folded into an error count
+    assert verdict(x) is Verdict.UNKNOWN
 
 
 # ------------------------------------------------------- cross-resource histories
@@ -100,15 +155,20 @@ def test_postgres_race_attempts_really_overlap(pg_lab):
 def test_target_only_cas_commits_and_the_policy_token_rejects(lab, history):
     (unsafe,) = lab.run(history, "target_cas")
     (checked,) = lab.run(history, "policy_token")
-    assert unsafe.effects == 1 and unsafe.commits_reported == 1  # a false allow: the policy was false at commit
-    assert checked.effects == 0 and checked.rejections == 1
+    assert effects(unsafe) == 1 and answers(unsafe, "committed") == 1  # a false allow: the policy was false
+    assert effects(checked) == 0 and answers(checked, "rejected") == 1
     assert unsafe.as_expected and checked.as_expected, _explain([unsafe, checked])
+    assert verdict(unsafe) is Verdict.INVALID and verdict(checked) is Verdict.VALID
 
 
 def test_the_policy_token_waits_for_a_policy_change_in_flight_then_rejects(lab):
     (x,) = lab.run(POLICY_CHANGE_IN_FLIGHT, "policy_token")
     assert [s.result for s in x.steps if s.actor == "agent" and s.op in ("commit", "await")] == ["blocks", "rejected"]
-    assert x.effects == 0 and x.as_expected, _explain([x])
+    assert effects(x) == 0 and x.as_expected, _explain([x])
+    assert verdict(x) is Verdict.VALID
+    (commit,) = [op for op in x.operations if op.name == "commit"]
+    admin_commit = next(op for op in x.operations if op.name == "commit_txn")
+    assert commit.start < admin_commit.end < commit.end  # it really waited for the admin's transaction
 
 
 # ------------------------------------------------------ the literal interleavings
@@ -119,7 +179,7 @@ def test_every_step_meets_its_inline_expectation(lab, name, binding):
     assert len(x.steps) == len(history.steps)
     for result in x.steps:
         assert result.ok, f"{name}/{binding}: {result.describe()}"
-    assert x.effects == expected_commits(history, binding) and not x.errors
+    assert effects(x) == expected_commits(history, binding) and not x.errors
 
 
 def test_a_wrong_inline_expectation_is_reported(sqlite_lab):
@@ -130,23 +190,148 @@ def test_a_wrong_inline_expectation_is_reported(sqlite_lab):
     assert not x.as_expected and x.mismatch.startswith("agent commit: got 'rejected'")
 
 
+# ------------------------------------------------------------------ security: schema names
+@pytest.mark.postgres
+def test_a_crafted_schema_name_runs_no_sql(pg_dsn):
+    """The injection repro: a schema named like an orphan with SQL in it creates nothing and is never dropped."""
+    import psycopg
+    from psycopg import sql
+
+    crafted = "driftlab_races_999999_;CREATE SCHEMA pwned;--"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS pwned CASCADE")
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(crafted)))
+        try:
+            store = open_store("postgres", pg_dsn)  # runs the orphan clean-up
+            store.drop()
+            assert drop_orphans(conn) == []
+            names = {n for (n,) in conn.execute("SELECT nspname FROM pg_namespace")}
+            assert "pwned" not in names
+            assert crafted in names  # not ours to drop: its name does not parse as this host's
+        finally:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(crafted)))
+            conn.execute("DROP SCHEMA IF EXISTS pwned CASCADE")
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    assert not psutil.pid_exists(proc.pid)
+    return proc.pid
+
+
+@pytest.mark.postgres
+def test_orphan_clean_up_drops_only_this_hosts_dead_runs(pg_dsn):
+    import psycopg
+    from psycopg import sql
+
+    dead = _dead_pid()
+    mine_dead = schema_name(pid=dead)
+    mine_live = schema_name(pid=os.getpid())
+    other_host = mine_dead.replace(backends.host_id(), "0" * 8 if backends.host_id() != "0" * 8 else "1" * 8)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for name in (mine_dead, mine_live, other_host):
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+        try:
+            dropped = drop_orphans(conn)
+            names = {n for (n,) in conn.execute("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)",
+                                                (SCHEMA_PREFIX,))}
+            assert mine_dead in dropped and mine_dead not in names
+            assert mine_live in names and other_host in names  # a live run, another host: never dropped
+        finally:
+            for name in (mine_dead, mine_live, other_host):
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+def test_schema_names_carry_host_and_pid():
+    name = schema_name()
+    assert name.startswith(f"{SCHEMA_PREFIX}{backends.host_id()}_{os.getpid()}_") and len(name) <= 63
+    assert not backends.orphaned(SCHEMA_PREFIX, name)  # our own pid is alive
+    assert not backends.orphaned(SCHEMA_PREFIX, "driftlab_races_999999_;CREATE SCHEMA pwned;--")
+    with pytest.raises(ValueError):
+        backends.schema_pattern("bad prefix;")
+
+
+# ------------------------------------------------------------------ shared process helpers
+def _sleep(seconds):
+    time.sleep(seconds)
+
+
+def _exit_with(code):
+    sys.exit(code)
+
+
+def _meet(barrier, path):
+    barrier.wait()
+    with open(path, "a") as f:
+        f.write(f"{time.perf_counter_ns()}\n")
+
+
+def test_step_server_runs_starts_and_kills_named_steps():
+    with processes.StepServer() as server:
+        pid, code = server.call(_exit_with, 3)
+        assert code == 3 and pid != os.getpid()
+        assert server.run(_sleep, 0) > 0
+        started = server.start(_sleep, 30)
+        assert server.kill(started) == -9  # SIGKILL at a point the caller names
+        with pytest.raises(processes.StepFailed):
+            server.run(_exit_with, 1)
+        with pytest.raises(processes.StepFailed, match="No module named"):
+            server.call("no_such_module:step")
+
+
+def test_fork_call_and_barrier(tmp_path):
+    assert processes.fork_call(_exit_with, (0,))[1] == 0
+    barrier = processes.Barrier(3, timeout=10)
+    path = tmp_path / "met"
+    pids = [processes.fork_start(_meet, (barrier, str(path))) for _ in range(3)]
+    assert sorted(processes.wait(p) for p in pids) == [0, 0, 0]
+    stamps = [int(x) for x in path.read_text().split()]
+    assert len(stamps) == 3
+    assert processes.reap() == []
+
+
+def test_an_actor_that_dies_gives_no_answer():
+    actor = processes.ActorProcess("sleeper", "runners.processes")  # the step server ignores malformed requests
+    actor.kill()
+    assert actor.reply(1.0) is None and "exited" in actor.lost
+    actor.close()
+
+
 # ------------------------------------------------------------- experiment end to end
-def test_cells_records_and_table():
+def test_cells_records_history_and_table():
     experiment = RevalidationRaces()
     options = Options(extra={"repetitions": 3})
     cells = experiment.cells("quick", 1, options)
-    wanted = {("race_pair", "target_cas"), ("limit_drops", "target_cas"), ("limit_drops", "policy_token")}
+    wanted = {("race_pair", "target_cas"), ("race_pair", "unchecked"), ("limit_drops", "target_cas"),
+              ("limit_drops", "policy_token")}
     frames = []
     for cell in cells:
         if (cell.p["history"], cell.p["binding"]) in wanted:
-            frame = pd.DataFrame(experiment.run_cell(cell, options))
+            out = experiment.run_cell(cell, options)
+            assert isinstance(out, CellOutput)
+            again = history_from_jsonl(history_to_jsonl(out.history))  # the stored format round-trips
+            assert set(again.groups()) == set(out.records["repetition"])
+            assert [op.index for op in again.operations] == list(range(len(again.operations)))
+            frame = pd.DataFrame(out.records)
             for key, value in cell.params:
                 frame[key] = value
             frames.append(frame)
     records = pd.concat(frames, ignore_index=True)
     tab = table(records).set_index(["history", "binding"])
-    assert tab.loc[("race_pair", "target_cas"), "one_commit"] == 3
-    assert tab.loc[("all", "target_cas"), "false_allows"] == 3
-    assert tab.loc[("all", "policy_token"), ["rejections", "false_allows"]].tolist() == [3, 0]
+    assert tab.loc[("race_pair", "target_cas"), ["one_commit", "valid", "overlapping_pairs"]].tolist() == [3, 3, 3]
+    assert tab.loc[("race_pair", "unchecked"), ["two_commits", "invalid"]].tolist() == [3, 3]
+    assert tab.loc[("all", "target_cas"), ["false_allows", "invalid"]].tolist() == [3, 3]
+    assert tab.loc[("all", "policy_token"), ["rejections", "false_allows", "valid"]].tolist() == [3, 0, 3]
     section = report(table(records), records)
     assert any(r["metric"].endswith("pairs with exactly one commit") and r["ours"].startswith("3 of 3") for r in section.rows)
+    assert any("overlapping pairs" in r["metric"] and r["ours"].startswith("3 of 3") for r in section.rows)
+
+
+def test_unknown_verdicts_are_never_counted_as_valid():
+    base = {"backend": "sqlite", "part": "pairs", "history": "race_pair", "binding": "target_cas", "oracle_commits": 1,
+            "commits": 1, "rejections": 1, "as_expected": True, "errors": "", "overlap_us": 5.0, "lock_retries": 0,
+            "refused_by_cas": 1, "indeterminate": 0, "verdict": "valid"}
+    records = pd.DataFrame([base, {**base, "verdict": "unknown", "indeterminate": 1, "commits": 1, "rejections": 0}])
+    row = table(records).iloc[0]
+    assert (row["valid"], row["unknown"], row["invalid"], row["errors"], row["indeterminate"]) == (1, 1, 0, 0, 1)

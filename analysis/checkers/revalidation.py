@@ -45,7 +45,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from vocabulary import FAIL, INDETERMINATE, OK, CheckResult, History, Operation, Verdict, Witness, worst
+from vocabulary import INDETERMINATE, OK, CheckResult, History, Operation, Verdict, Witness, worst
 
 COMMIT, SETUP, AUDIT, SET_POLICY, COMMIT_TXN = "commit", "setup", "audit", "set_policy", "commit_txn"
 MAX_OPTIONAL = 8  # indeterminate operations per group beyond which choices are not enumerated (UNKNOWN)
@@ -265,12 +265,6 @@ class RuleHoldsAtCommit:
 CHECKERS = {c.name: c for c in (OneCommitPerPair(), RuleHoldsAtCommit())}
 
 
-def judge_execution(history: History) -> tuple[Verdict, list[Witness]]:
-    """The worst verdict of every checker on one execution's history, and the witnesses against it."""
-    results = [c.check(history) for c in CHECKERS.values() if any(True for _ in c.judge(history))]
-    return worst(r.verdict for r in results), [w for r in results for w in r.witnesses]
-
-
 def verdicts_by_group(history: History, checkers: Iterable = ()) -> dict[Any, GroupVerdict]:
     """Per group, the worst verdict among ``checkers`` (default: all) that judged it."""
     out: dict[Any, GroupVerdict] = {}
@@ -282,5 +276,4 @@ def verdicts_by_group(history: History, checkers: Iterable = ()) -> dict[Any, Gr
     return out
 
 
-__all__ = ["CHECKERS", "FAIL", "GroupVerdict", "OneCommitPerPair", "RuleHoldsAtCommit", "judge_execution",
-           "verdicts_by_group"]
+__all__ = ["CHECKERS", "GroupVerdict", "OneCommitPerPair", "RuleHoldsAtCommit", "verdicts_by_group"]
