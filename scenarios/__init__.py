@@ -28,6 +28,7 @@ class ScenarioError(ValueError):
 #: family -> (parser "module:function" taking (path, raw TOML dict) and returning an object with .name, built-in folder)
 PARSERS: dict[str, tuple[str, Path]] = {
     "revalidation": ("scenarios.workload:parse_scenario", HERE / "workloads"),
+    "resume": ("scenarios.resume:parse_scenario", HERE / "resume"),
 }
 
 

@@ -93,6 +93,7 @@ class NodeSpec:
     effects: tuple[str, ...] = ()
     interrupt: bool = False
     invalid: bool = False  # returns a schema-invalid state (the checkpoint-validity cell)
+    work_ms: float = 0.0  # the node's own work (a model or tool call) before its effects, in milliseconds
 
 
 @dataclass(frozen=True)
@@ -188,19 +189,20 @@ class GraphSpec:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (kept in a history's meta, so a checker can rebuild the graph)."""
         return {"name": self.name, "nodes": [{"name": n.name, "effects": list(n.effects), "interrupt": n.interrupt,
-                                              "invalid": n.invalid} for n in self.nodes]}
+                                              "invalid": n.invalid, "work_ms": n.work_ms} for n in self.nodes]}
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "GraphSpec":
         return cls(raw["name"], tuple(NodeSpec(n["name"], tuple(n.get("effects", ())), bool(n.get("interrupt")),
-                                               bool(n.get("invalid"))) for n in raw["nodes"]))
+                                               bool(n.get("invalid")), float(n.get("work_ms", 0.0)))
+                                      for n in raw["nodes"]))
 
     def with_invalid(self, node: str | None) -> "GraphSpec":
         """The same graph with ``node`` returning a schema-invalid state (None: unchanged)."""
         if node is None:
             return self
         self.node(node)
-        return GraphSpec(self.name, tuple(NodeSpec(n.name, n.effects, n.interrupt, n.name == node)
+        return GraphSpec(self.name, tuple(NodeSpec(n.name, n.effects, n.interrupt, n.name == node, n.work_ms)
                                           for n in self.nodes), self.schema)
 
 

@@ -96,6 +96,7 @@ trace and every run's checkpoints, as entries of the same history.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, ClassVar, Mapping
 
 from mechanisms.resume.store import EffectLedger
@@ -193,6 +194,8 @@ class DurableRuntime:
         self.ledger.trace(run_id, step, node.name, NODE_RUN, None, op=self.hooks.op)
         if node.interrupt:
             self.ledger.trace(run_id, step, node.name, CONSUME, resume, op=self.hooks.op)
+        if node.work_ms:
+            time.sleep(node.work_ms / 1000)  # the node's own work (declared in the graph), before its effects
         new = self.graph.apply(step, state, resume)
         ctx = NodeContext(self, run_id, step)
         for key in node.effects:

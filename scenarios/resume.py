@@ -1,0 +1,240 @@
+"""Scenario files of the resume family: the graph, the fault-matrix cells, the fault switches, the race grid.
+
+Serves "Resume Means Resume" (arXiv 2608.03836).  The paper is silent on its
+39 cells' exact shape; the lab's choices are written down here, one file per
+cell in ``scenarios/resume/``, each with ``family = "resume"`` and a ``kind``:
+
+- ``kind = "graph"`` — the lab's small graph: ``[[nodes]]`` with ``name``,
+  ``effects`` (effect keys), ``interrupt`` (exactly one), ``work_ms``.
+- ``kind = "cell"`` — one fault-matrix cell: ``graph``, ``operation`` and
+  ``crash_point`` (for the table; ``"-"`` when none), ``replicas`` (identical
+  runs, so that recoveries from one frontier can be compared), optional
+  ``invalid_node``, and the literal ``[[steps]]`` each replica performs, in
+  order, Hermitage-style::
+
+      [[steps]]
+      call = "resume"        # start | resume | fork | recover
+      run = "a"              # the run (prefixed per cell, repetition and replica)
+      value = "yes"          # resume value (resume only)
+      at = "parked"          # resume/fork: address the run's parked checkpoint by id
+      new_run = "f1"         # fork only
+      crash = "after_effect" # optional: SIGKILL the call's process at this named point ...
+      node = "act"           # ... of this node
+
+  A call whose process is killed is followed by ``recover`` of the same run
+  in a fresh process; if the run is still parked after a killed resume, the
+  resume is sent again (the client retries a call that died).
+- ``kind = "switch"`` — a fault switch of the independence matrix:
+  ``runtime`` (registered name) and ``description``.
+- ``kind = "concurrency"`` — the concurrent-resume grid: ``graph``,
+  ``backends``, ``k``, ``jitter_ms``, ``repetitions`` per profile.
+
+Every problem is ``<file>: <field>: <problem>``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scenarios import ScenarioError
+from vocabulary.resume import POINTS, GraphSpec, NodeSpec
+
+KINDS = ("graph", "cell", "switch", "concurrency")
+CALL_NAMES = ("start", "resume", "fork", "recover")
+
+
+@dataclass(frozen=True)
+class Step:
+    call: str
+    run: str
+    value: str | None = None
+    at: str | None = None  # "parked": address the run's parked checkpoint by id
+    new_run: str | None = None
+    crash: str | None = None
+    node: str | None = None
+
+
+@dataclass(frozen=True)
+class GraphScenario:
+    name: str
+    kind: str
+    graph: GraphSpec
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class FaultCell:
+    name: str
+    kind: str
+    graph: str
+    operation: str
+    crash_point: str
+    replicas: int
+    steps: tuple[Step, ...]
+    invalid_node: str | None = None
+    description: str = ""
+    order: int = 0
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    kind: str
+    runtime: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ConcurrencyGrid:
+    name: str
+    kind: str
+    graph: str
+    backends: tuple[str, ...]
+    k: tuple[int, ...]
+    jitter_ms: tuple[float, ...]
+    repetitions: dict[str, int]
+    value: str = "yes"
+    description: str = ""
+
+
+def _need(path: Path, raw: dict, key: str, kind: type | tuple) -> Any:
+    if key not in raw:
+        raise ScenarioError(f"{path}: {key}: missing")
+    if not isinstance(raw[key], kind):
+        raise ScenarioError(f"{path}: {key}: {raw[key]!r} has the wrong type")
+    return raw[key]
+
+
+def _name(path: Path, raw: dict) -> str:
+    name = _need(path, raw, "name", str)
+    if not name or not all(c.isalnum() or c in "_-" for c in name):
+        raise ScenarioError(f"{path}: name: {name!r} (letters, digits, _ and - only)")
+    return name
+
+
+def _graph(path: Path, raw: dict) -> GraphScenario:
+    nodes = _need(path, raw, "nodes", list)
+    specs = []
+    for i, n in enumerate(nodes):
+        if not isinstance(n, dict) or not isinstance(n.get("name"), str):
+            raise ScenarioError(f"{path}: nodes[{i}]: needs a name")
+        effects = n.get("effects", [])
+        if not isinstance(effects, list) or not all(isinstance(e, str) for e in effects):
+            raise ScenarioError(f"{path}: nodes[{i}].effects: a list of effect keys")
+        work = n.get("work_ms", 0)
+        if not isinstance(work, (int, float)) or work < 0:
+            raise ScenarioError(f"{path}: nodes[{i}].work_ms: a number >= 0")
+        specs.append(NodeSpec(n["name"], tuple(effects), bool(n.get("interrupt", False)), False, float(work)))
+    try:
+        graph = GraphSpec(_name(path, raw), tuple(specs))
+    except ValueError as exc:
+        raise ScenarioError(f"{path}: nodes: {exc}") from None
+    return GraphScenario(graph.name, "graph", graph, str(raw.get("description", "")))
+
+
+def _steps(path: Path, raw: dict) -> tuple[Step, ...]:
+    steps = []
+    for i, s in enumerate(_need(path, raw, "steps", list)):
+        where = f"{path}: steps[{i}]"
+        if not isinstance(s, dict):
+            raise ScenarioError(f"{where}: a table")
+        unknown = set(s) - {"call", "run", "value", "at", "new_run", "crash", "node"}
+        if unknown:
+            raise ScenarioError(f"{where}: unknown field(s) {sorted(unknown)}")
+        call = s.get("call")
+        if call not in CALL_NAMES:
+            raise ScenarioError(f"{where}.call: {call!r} is not one of {', '.join(CALL_NAMES)}")
+        if not isinstance(s.get("run"), str):
+            raise ScenarioError(f"{where}.run: missing")
+        if call == "resume" and not isinstance(s.get("value"), str):
+            raise ScenarioError(f"{where}.value: a resume needs a string value")
+        if call == "fork" and (not isinstance(s.get("new_run"), str) or s.get("at") != "parked"):
+            raise ScenarioError(f"{where}: a fork needs new_run and at = \"parked\"")
+        if s.get("at") not in (None, "parked"):
+            raise ScenarioError(f"{where}.at: only \"parked\" is known")
+        if s.get("crash") is not None:
+            if s["crash"] not in POINTS:
+                raise ScenarioError(f"{where}.crash: {s['crash']!r} is not one of {', '.join(POINTS)}")
+            if not isinstance(s.get("node"), str):
+                raise ScenarioError(f"{where}.node: a crash names the node it lands in")
+        steps.append(Step(call, s["run"], s.get("value"), s.get("at"), s.get("new_run"), s.get("crash"), s.get("node")))
+    if not steps or steps[0].call != "start":
+        raise ScenarioError(f"{path}: steps: the first step must start a run")
+    return tuple(steps)
+
+
+def _cell(path: Path, raw: dict) -> FaultCell:
+    replicas = raw.get("replicas", 2)
+    if not isinstance(replicas, int) or not 1 <= replicas <= 8:
+        raise ScenarioError(f"{path}: replicas: an integer from 1 to 8")
+    point = _need(path, raw, "crash_point", str)
+    if point != "-" and point not in POINTS:
+        raise ScenarioError(f"{path}: crash_point: {point!r} is not '-' or one of {', '.join(POINTS)}")
+    invalid = raw.get("invalid_node")
+    if invalid is not None and not isinstance(invalid, str):
+        raise ScenarioError(f"{path}: invalid_node: a node name")
+    return FaultCell(_name(path, raw), "cell", str(raw.get("graph", "approval")), _need(path, raw, "operation", str),
+                     point, replicas, _steps(path, raw), invalid, str(raw.get("description", "")),
+                     int(raw.get("order", 0)))
+
+
+def _switch(path: Path, raw: dict) -> Switch:
+    return Switch(_name(path, raw), "switch", _need(path, raw, "runtime", str), str(raw.get("description", "")))
+
+
+def _ints(path: Path, raw: dict, key: str, kind=int) -> tuple:
+    vals = _need(path, raw, key, list)
+    if not vals or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in vals):
+        raise ScenarioError(f"{path}: {key}: a non-empty list of numbers >= 0")
+    return tuple(kind(v) for v in vals)
+
+
+def _concurrency(path: Path, raw: dict) -> ConcurrencyGrid:
+    backends = tuple(_need(path, raw, "backends", list))
+    if not backends or any(b not in ("sqlite", "postgres") for b in backends):
+        raise ScenarioError(f"{path}: backends: sqlite and/or postgres")
+    k = _ints(path, raw, "k")
+    if min(k) < 2:
+        raise ScenarioError(f"{path}: k: at least 2 resumers")
+    reps = _need(path, raw, "repetitions", dict)
+    if set(reps) != {"quick", "paper"} or not all(isinstance(v, int) and v >= 1 for v in reps.values()):
+        raise ScenarioError(f"{path}: repetitions: {{quick = N, paper = N}} with N >= 1")
+    return ConcurrencyGrid(_name(path, raw), "concurrency", str(raw.get("graph", "approval")), backends, k,
+                           _ints(path, raw, "jitter_ms", float), dict(reps), str(raw.get("value", "yes")),
+                           str(raw.get("description", "")))
+
+
+def parse_scenario(path: Path, raw: dict[str, Any]):
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise ScenarioError(f"{path}: kind: {kind!r} is not one of {', '.join(KINDS)}")
+    return {"graph": _graph, "cell": _cell, "switch": _switch, "concurrency": _concurrency}[kind](path, raw)
+
+
+def by_kind(scenarios: dict[str, Any], kind: str) -> dict[str, Any]:
+    return {n: s for n, s in scenarios.items() if s.kind == kind}
+
+
+def cell_graph(cell: FaultCell, graphs: dict[str, GraphScenario], where: str = "") -> GraphSpec:
+    """The graph a cell runs (with its invalid node, if any); a one-line ScenarioError if it does not fit."""
+    if cell.graph not in graphs:
+        raise ScenarioError(f"{where or cell.name}: graph: no graph scenario named {cell.graph!r}")
+    graph = graphs[cell.graph].graph
+    try:
+        graph = graph.with_invalid(cell.invalid_node)
+        for s in cell.steps:
+            if s.node is not None:
+                graph.node(s.node)
+    except KeyError as exc:
+        raise ScenarioError(f"{where or cell.name}: node: {exc} is not a node of graph {graph.name}") from None
+    return graph
+
+
+def expected_effects(cell: FaultCell, graph: GraphSpec) -> int:
+    """The oracle: firings the cell's runs make if every effect fires exactly once (pure graph arithmetic)."""
+    per_start = len(graph.effect_keys())
+    per_fork = len([1 for task, _ in graph.effect_keys() if int(task.split(":")[0]) >= graph.interrupt_step])
+    starts = sum(1 for s in cell.steps if s.call == "start")
+    forks = sum(1 for s in cell.steps if s.call == "fork")
+    return cell.replicas * (starts * per_start + forks * per_fork)
