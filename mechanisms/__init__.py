@@ -36,6 +36,7 @@ class Family:
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("revalidation", REVALIDATION, ("validate",), "validate(txn, store) -> Validation"),
     Family("resume", __import__("mechanisms.resume", fromlist=["RUNTIMES"]).RUNTIMES, ("start", "resume", "fork", "recover", "checkpoints", "state"), "DurableRuntime(backend, graph, hooks): start/resume/fork/recover/checkpoints/state -> Status (mechanisms/resume/base.py)"),
+    Family("isolation", __import__("mechanisms.isolation", fromlist=["REGISTRY"]).REGISTRY, ("begin", "resolve", "inherit", "admit_merge"), "begin(registry), resolve(manifest, identity, registry), inherit(manifest, relation), admit_merge(parent, branches, registry) (mechanisms/isolation/base.py)"),
 )}
 
 

@@ -29,6 +29,7 @@ class ScenarioError(ValueError):
 PARSERS: dict[str, tuple[str, Path]] = {
     "revalidation": ("scenarios.workload:parse_scenario", HERE / "workloads"),
     "resume": ("scenarios.resume:parse_scenario", HERE / "resume"),
+    "isolation": ("scenarios.isolation:parse_scenario", HERE / "isolation"),
 }
 
 

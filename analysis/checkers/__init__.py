@@ -16,6 +16,7 @@ from vocabulary import Checker
 FAMILY_MODULES: dict[str, str] = {
     "revalidation": "analysis.checkers.revalidation",
     "resume": "analysis.checkers.resume",
+    "isolation": "analysis.checkers.isolation",
 }
 
 
