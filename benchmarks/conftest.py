@@ -4,7 +4,8 @@
 benchmarks with ``pytest benchmarks`` (or one file).  The scaling benchmark
 takes its grid from options, so ``driftlab sweep reads`` can pass the user's
 points:  ``--scaling-reads 13,29,61 --scaling-mechanisms ATR,FullScan
---scaling-repetitions 7 --scaling-rounds 1000``.
+--scaling-repetitions 7 --scaling-rounds 1000``.  Every point also times the
+floor (see ``bench_scaling.py``), whatever the mechanisms.
 """
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ from analysis.stats import median_ci
 from mechanisms.atr import ATR
 from mechanisms.full_scan import FullScan
 from runners.cli import main
-from runners.experiments.revalidation_scaling import UNRELATED, scaled_transaction, work
+from runners.experiments.revalidation_scaling import (FLOOR, UNRELATED, Floor, fresh_copy,
+                                                     scaled_transaction, work)
 from scenarios.workload import load_workloads
 
 
@@ -53,14 +54,28 @@ def test_a_blocking_change_still_blocks_among_4093_reads(refund):
         assert work(mechanism, *scaled_transaction(refund, 4093, "blocking"))["outcome"] == "BLOCK"
 
 
-def test_sweep_at_user_points_keeps_the_benchmark_json_and_derives_records_and_table_from_it(tmp_path):
+def test_the_floor_decides_like_atr_with_the_same_work_and_tokens(refund):
+    for n in (13, 4093):
+        for change in ("predicate_preserving", "blocking", "irrelevant"):
+            txn, store = scaled_transaction(refund, n, change)
+            floor, atr = work(Floor(), txn, store), work(ATR(), txn, store)
+            assert floor["outcome"] == atr["outcome"] and floor["premises_evaluated"] == atr["premises_evaluated"]
+            assert Floor().validate(fresh_copy(txn), store).tokens == ATR().validate(fresh_copy(txn), store).tokens
+
+
+def test_sweep_at_user_points_keeps_the_benchmark_json_and_derives_records_and_table_from_it(tmp_path, monkeypatch):
     out = tmp_path / "run"
+    tmpdir = tmp_path / "tmpdir"  # the benchmark subprocess must leave nothing in $TMPDIR
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
     assert main(["sweep", "reads", "--reads", "13,61", "--repetitions", "2", "--out", str(out), "--quiet"]) == 0
+    assert list(tmpdir.iterdir()) == []
+    assert not list(out.rglob(".benchmarks"))  # pytest-benchmark's storage went to scratch/, removed with it
 
     data = json.loads((out / "benchmarks" / "bench_scaling.json").read_text())
     from_json = {(b["extra_info"]["mechanism"], b["extra_info"]["reads"], b["extra_info"]["repetition"]):
                  b["stats"]["median"] * 1e6 for b in data["benchmarks"]}
-    assert set(from_json) == {(m, n, r) for m in ("ATR", "FullScan") for n in (13, 61) for r in (0, 1)}
+    assert set(from_json) == {(m, n, r) for m in ("ATR", "FullScan", FLOOR) for n in (13, 61) for r in (0, 1)}
 
     records = load_records(out, "revalidation_scaling")
     assert len(records) == len(from_json)
@@ -70,6 +85,10 @@ def test_sweep_at_user_points_keeps_the_benchmark_json_and_derives_records_and_t
 
     table = pd.read_csv(out / "tables" / "revalidation_scaling.csv")
     assert list(table.columns[:6]) == ["mechanism", "reads", "median_us", "ci_low_us", "ci_high_us", "repetitions"]
+    floor = table[table["mechanism"] == FLOOR].set_index("reads")["median_us"]
+    for t in table.itertuples():
+        assert t.ratio_to_floor == pytest.approx(t.median_us / floor[t.reads])
+    assert "ATR / floor at 61 reads" in (out / "report.md").read_text()
     assert sorted(table["reads"].unique()) == [13, 61]
     assert set(table["repetitions"]) == {2}
     fullscan = table[table["mechanism"] == "FullScan"].set_index("reads")
@@ -112,11 +131,27 @@ def test_report_states_ratio_slope_and_the_flatness_verdict_from_the_data():
     flat = _records({("ATR", n): [3.0] * 7 for n in reads})
     steep = _records({("ATR", n): [3.0 * n / 13] * 7 for n in reads})
 
-    section = analysis.report(analysis.table(pd.concat([flat, linear])))
+    section = analysis.report(analysis.table(pd.concat([flat, linear])), None)
     by_metric = {r["metric"]: r for r in section.rows}
     assert by_metric["FullScan: log-log slope between the endpoints"]["ours"] == "1"
     assert by_metric["ATR: latency at 4,093 / latency at 13 reads"]["ours"] == "1"
     assert by_metric["ATR: validation latency at 13 reads (95% CI 3-3 µs)"]["paper"] == f"{paper_value('revalidation_scaling', mechanism='ATR', reads=13)['value']} µs"
     assert "holds in this run" in section.notes
 
-    assert "does not hold in this run" in analysis.report(analysis.table(steep)).notes
+    assert "does not hold in this run" in analysis.report(analysis.table(steep), None).notes
+
+
+def test_report_gives_atr_as_a_ratio_to_the_floor_at_every_read_count():
+    reads = (13, 253, 4093)
+    records = pd.concat([_records({("ATR", n): [2.2] * 7 for n in reads}),
+                         _records({(FLOOR, n): [2.0] * 7 for n in reads})])
+    table = analysis.table(records)
+    assert list(table["mechanism"]) == ["ATR"] * 3 + [FLOOR] * 3
+    assert table.loc[table["mechanism"] == "ATR", "ratio_to_floor"].tolist() == pytest.approx([1.1] * 3)
+    section = analysis.report(table, records)
+    by_metric = {r["metric"]: r["ours"] for r in section.rows}
+    assert [by_metric[f"ATR / floor at {n:,} reads (aim ≤ 1.3x)"] for n in reads] == ["1.1"] * 3
+    assert "the aim of at most 1.3x at every read count (issue 6) holds" in section.notes
+    assert not any(r["metric"].startswith("floor: validation latency") for r in section.rows)  # not a mechanism
+    slow = pd.concat([_records({("ATR", n): [2.8] * 7 for n in reads}), _records({(FLOOR, n): [2.0] * 7 for n in reads})])
+    assert "does not hold" in analysis.report(analysis.table(slow), slow).notes.split("ATR takes")[1]

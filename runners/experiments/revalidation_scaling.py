@@ -18,6 +18,20 @@ the median round.  Repetitions are interleaved over points and mechanisms
 (repetition-major), so drift on a shared machine touches every point alike.
 The JSON pytest-benchmark writes (machine info, raw round samples) is kept in
 the run folder under ``benchmarks/``; the records are read from it.
+pytest-benchmark's own storage, its working folder and every temporary file
+of the subprocess live under the run folder's ``scratch/`` (never
+``$TMPDIR``), so an interrupted run leaves nothing elsewhere and a rerun
+wipes what it left.
+
+**The floor.**  Beside the mechanisms, every point also times
+:class:`Floor` (records with ``mechanism = "floor"``): the least work any
+correct selective validation of this transaction must do — ask the change
+log what changed, look each changed field up in the reverse index, reread
+it, evaluate the one premise it touches, and build the commit tokens.  It
+runs in the same benchmark session, interleaved with the mechanisms, so the
+ratio ATR / floor at each read count says how much ATR spends beyond the
+unavoidable, independently of the machine (the paper's absolute
+microseconds are its own host's).
 """
 from __future__ import annotations
 
@@ -34,7 +48,8 @@ from runners.agent import decide
 from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
 from runners.stores import MemoryStore
 from scenarios.workload import Workload, load_workloads
-from vocabulary.revalidation import AgentTransaction, Store
+from analysis.artifact import Artifact
+from vocabulary.revalidation import AgentTransaction, Outcome, Store, Validation
 
 #: The paper's read counts, 2^k - 3 for k = 4..12.
 DEFAULT_READS = tuple(2 ** k - 3 for k in range(4, 13))
@@ -45,6 +60,57 @@ ROUNDS = {"quick": 100, "paper": 1000}  # timed validations per repetition (the 
 WORKLOAD, CHANGE = "refund", "predicate_preserving"
 UNRELATED = "unrelated"  # the object whose fields are the unrelated reads
 BENCHMARKS = Path(__file__).resolve().parent.parent.parent / "benchmarks"
+FLOOR = "floor"  # the records' mechanism name of the floor
+
+
+class Floor:
+    """The least work a correct selective validation of one change must do (not a mechanism to deploy).
+
+    Change log -> reverse index -> reread the changed field (value and
+    version: the fresh version is the token) -> evaluate the premises it
+    touches -> tokens for every bound field.  No sets, no sorting, no
+    rebase of the observed values: it is exact only when the log holds
+    changes to distinct premises' fields, as in the scaling benchmark (one
+    change), which is all a floor needs to be.
+    """
+
+    name = FLOOR
+
+    def validate(self, txn: AgentTransaction, store: Store) -> Validation:
+        changed, seq = store.changes_since(txn.seq)
+        deps, reads, observed, premises = txn.dependencies, txn.reads, txn.observed, txn.premises
+        outcome, n, failed = Outcome.KEEP, 0, ()
+        for ref in changed:
+            ids = deps.get(ref)
+            if ids:
+                value, reads[ref] = store.read(ref)
+                current = lambda r, ref=ref, value=value: value if r == ref else observed[r]  # noqa: E731
+                for i in ids:
+                    p = premises[i]
+                    n += 1
+                    if not p.check(current, observed):
+                        failed += (p.id,)
+                        if p.severity > outcome:
+                            outcome = p.severity
+        return Validation(outcome, n, tuple([(r, reads[r]) for r in deps]), failed)
+
+
+def _table(records):
+    from analysis.revalidation_scaling import table
+
+    return table(records)
+
+
+def _report(table, records):
+    from analysis.revalidation_scaling import report
+
+    return report(table, records)
+
+
+def _draw(records, table, out):
+    from figures.revalidation_scaling import draw
+
+    return draw(records, table, out)
 
 
 def scaled_transaction(workload: Workload, reads: int, change: str = CHANGE) -> tuple[AgentTransaction, MemoryStore]:
@@ -119,6 +185,8 @@ class RevalidationScaling(Experiment):
     family = "revalidation"
     description = "validation latency of ATR and FullScan vs recorded reads 13..4093 (pytest-benchmark)"
     parallel = False  # benchmarks want a quiet machine
+    uses_user_scenarios = False
+    artifacts = (Artifact("revalidation_scaling", table=_table, report=_report, draw=_draw),)
 
     def points(self, profile: str, options: Options) -> tuple[int, ...]:
         return tuple(options.extra.get("reads") or (DEFAULT_READS if profile == "paper" else QUICK_READS))
@@ -154,7 +222,10 @@ class RevalidationScaling(Experiment):
                    f"--scaling-rounds={p['rounds']}"]
         # The user's own mechanism (package.module:Class) is importable from where driftlab was started.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
-        with tempfile.TemporaryDirectory() as scratch:  # pytest-benchmark's own storage folder lands there
+        # Everything the subprocess leaves (pytest-benchmark's storage, temporary files) stays under the run's scratch/.
+        with tempfile.TemporaryDirectory(prefix="bench_scaling_", dir=options.scratch) as scratch:
+            env.update(TMPDIR=scratch, TEMP=scratch, TMP=scratch)
+            command += [f"--benchmark-storage=file://{scratch}/.benchmarks"]
             done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
         if done.returncode != 0 or not tmp.exists():
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
