@@ -191,3 +191,49 @@ def history_meta(registry: Registry, contracts=None, **extra) -> dict:
 
 def to_history(ops: list[Operation], meta: dict) -> History:
     return History(FAMILY, tuple(ops), meta)
+
+
+def run_scenario(scenario, mechanism, group=None, declared=None, oracle=None) -> tuple[Runtime, History]:
+    """Run a scenario's program under ``mechanism``; the history's meta holds the oracle contracts.
+
+    ``declared`` are the contracts the mechanism sees (default: the scenario's);
+    ``oracle`` the contracts the checkers judge by (default: the scenario's).
+    """
+    reg = scenario.registry(declared)
+    rt = Runtime(reg, mechanism, group=group).run(scenario.steps)
+    meta = history_meta(reg, scenario.contracts if oracle is None else oracle, scenario=scenario.name,
+                        mechanism=getattr(mechanism, "name", type(mechanism).__name__))
+    return rt, to_history(rt.ops, meta)
+
+
+def judge(history: History) -> dict:
+    """The four anomaly checkers on one history: anomaly -> CheckResult."""
+    from analysis.checkers.isolation import CHECKERS
+
+    return {name: c.check(history) for name, c in CHECKERS.items()}
+
+
+def verdict_word(result) -> str:
+    """``occurs`` (invalid), ``prevented`` (valid) or ``unknown`` -- the Hermitage matrix's words."""
+    return {"invalid": "occurs", "valid": "prevented"}.get(result.verdict.value, "unknown")
+
+
+def combine(histories: list[History], **meta) -> History:
+    """One cell's history from its executions' histories (each a group): operations renumbered in order.
+
+    Each group keeps its own contracts and versions in ``meta["groups"]``
+    (the checkers read them per group), so executions of different
+    scenarios can share one file.
+    """
+    ops: list[Operation] = []
+    groups: dict[str, dict] = {}
+    for h in histories:
+        for o in h.operations:
+            n = len(ops) + 1
+            ops.append(Operation(n, o.actor, o.name, o.status, float(n), float(n), o.value))
+        g = h.operations[0].value.get("group") if h.operations else None
+        groups[str(g)] = {"contracts": h.meta.get("contracts", []), "versions": h.meta.get("versions", {}),
+                          "scenario": h.meta.get("scenario")}
+    first = histories[0].meta if histories else {}
+    return History(FAMILY, tuple(ops), {"contracts": first.get("contracts", []), "versions": first.get("versions", {}),
+                                        "opaque": first.get("opaque", []), "groups": groups, **meta})

@@ -105,8 +105,17 @@ class _Base:
         witnesses: list[Witness] = []
         groups = history.groups()
         indeterminate = any(op.indeterminate and op.name in ("resolve", "merge", "spawn") for op in history.operations)
-        for _, ops in groups.items():
-            witnesses += self.scan(ops, contracts, history.meta)
+        per_group = history.meta.get("groups") or {}
+        for g, ops in groups.items():
+            own = per_group.get(str(g))
+            if own is not None:  # a cell's history: each execution (group) carries its own contracts and versions
+                try:
+                    gc = [Contract.parse(c) for c in own.get("contracts", [])] if self.needs_contracts else None
+                except IsolationError as exc:
+                    return CheckResult(self.name, Verdict.UNKNOWN, (), f"meta.groups[{g}].contracts is malformed: {exc}")
+                witnesses += self.scan(ops, gc, {**history.meta, **own})
+            else:
+                witnesses += self.scan(ops, contracts, history.meta)
         executions = len(groups)
         if witnesses:
             return CheckResult(self.name, Verdict.INVALID, tuple(witnesses),

@@ -14,6 +14,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     RevalidationScaling(),
     RevalidationRaces(),
     RevalidationOmission(),
+    __import__("runners.experiments.isolation_levels", fromlist=["_"]).IsolationLevels(),
+    __import__("runners.experiments.isolation_runtimes", fromlist=["_"]).IsolationRuntimes(),
 )}
 
 FAMILIES = ("revalidation", "isolation", "resume")
