@@ -40,11 +40,16 @@ def header(run_dir: Path) -> str:
     return "\n".join(lines)
 
 
+def writable(folder: Path) -> bool:
+    """A folder the lab may write: the OS allows it *and* its mode grants a write bit (root honours 0o555 too)."""
+    return os.access(folder, os.W_OK | os.X_OK) and bool(folder.stat().st_mode & 0o222)
+
+
 def check_run_folder(run_dir: Path, artifacts: list[Artifact]) -> None:
     """Refuse, before writing anything, a folder analyze cannot rebuild: RecordsError with one line."""
     if not (run_dir / "records").is_dir():
         raise RecordsError(f"{run_dir}: not a run folder (no records/ inside)")
-    if not os.access(run_dir, os.W_OK | os.X_OK):
+    if not writable(run_dir):
         raise RecordsError(f"{run_dir}: run folder is not writable, so tables and report cannot be rebuilt")
     known = {a.experiment for a in artifacts}
     present = experiments_in(run_dir)

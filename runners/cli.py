@@ -51,7 +51,7 @@ def _request(args: argparse.Namespace, experiments: list[str], extra: dict | Non
     options = Options(mechanisms=getattr(args, "mechanisms", None), scenario_dirs=tuple(args.scenario_dir or ()),
                       backend=getattr(args, "backend", "sqlite"), workloads=getattr(args, "workloads", None), extra=extra)
     return Request(tuple(experiments), profile=args.profile, seed=args.seed, jobs=args.jobs,
-                   out=Path(args.out) if args.out is not None else None, quiet=args.quiet,
+                   out=args.out, quiet=args.quiet,
                    executor=args.executor, scheduler=args.scheduler, options=options)
 
 
@@ -255,7 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         errors += (WorkloadError,)
     except ImportError:
         pass
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a one-line usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         return args.func(args)
     except errors as exc:

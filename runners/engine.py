@@ -23,12 +23,13 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
 from analysis.artifact import Artifact
+from analysis.pipeline import writable
 from mechanisms import family_of_name
 from runners.execute import pending, run_cells
 from runners.experiment import Cell, DriftlabError, Experiment, Options
@@ -49,7 +50,7 @@ class Request:
     profile: str = "quick"
     seed: int = 20260901
     jobs: int = 1
-    out: Path | None = None  # None: data/runs/<stamp>-<profile> with a 'latest' link
+    out: str | Path | None = None  # None: data/runs/<stamp>-<profile> with a 'latest' link
     quiet: bool = False
     executor: str = "local"  # local | dask
     scheduler: str | None = None  # tcp://HOST:PORT of an existing Dask cluster (dask executor)
@@ -71,8 +72,6 @@ def select(only: str | None) -> list[str]:
 
 
 def artifacts_of(experiment: Experiment) -> list[Artifact]:
-    from dataclasses import replace
-
     return [a if a.experiment else replace(a, experiment=experiment.name) for a in experiment.artifacts]
 
 
@@ -95,21 +94,19 @@ def assign_mechanisms(options: Options) -> None:
 
 def usable_out(out: Path) -> None:
     """Refuse an --out that cannot hold a run folder (a file, under a file, read-only), writing nothing."""
-    if str(out) == "":
-        raise DriftlabError("--out is empty: give a folder")
     if out.exists():
         if not out.is_dir():
             raise DriftlabError(f"--out {out}: is a file, not a folder")
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise DriftlabError(f"--out {out}: folder is not writable")
+        if not writable(out):
+            raise DriftlabError(f"--out {out}: folder is read-only")
         return
     parent = out.parent
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
         raise DriftlabError(f"--out {out}: {parent} is a file, so no folder can be made under it")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise DriftlabError(f"--out {out}: {parent} is not writable")
+    if not writable(parent):
+        raise DriftlabError(f"--out {out}: {parent} is read-only")
 
 
 def scenario_hashes(options: Options) -> dict[str, str]:
@@ -174,6 +171,8 @@ class RunLock:
 
 def _folder(request: Request) -> tuple[Path, bool]:
     if request.out is not None:
+        if not str(request.out).strip():
+            raise DriftlabError("--out is empty: give a folder")
         return Path(request.out), False
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return RUNS / f"{stamp}-{request.profile}", True
@@ -188,12 +187,30 @@ def link_latest(run_dir: Path) -> None:
     os.replace(tmp, latest)
 
 
+def _refuse_if_impossible(request: Request, executions: dict[str, int]) -> None:
+    seconds = sum(executions[n] * EXPERIMENTS[n].seconds_per_execution / (request.jobs if EXPERIMENTS[n].parallel else 1)
+                  for n in executions)
+    if seconds > MAX_HOURS * 3600:
+        size = sum(executions.values())
+        raise DriftlabError(f"this run is {size:,} executions, about {seconds / 3600:,.0f} hours on {request.jobs} job(s); "
+                            f"the limit is {MAX_HOURS:.0f} hours (the paper profile is far smaller: --profile paper)")
+
+
 def plan(request: Request) -> dict[str, list[Cell]]:
-    """Validate everything and expand every grid, writing nothing; refuse impossible sizes."""
+    """Validate everything and expand every grid, writing nothing; refuse impossible sizes.
+
+    With ``--repetitions`` the size is estimated from a one-repetition plan
+    first, so a huge request is refused before any grid is expanded.
+    """
     options = request.options
     assign_mechanisms(options)
     for name in request.experiments:
         EXPERIMENTS[name].check(options)
+    reps = options.extra.get("repetitions")
+    if reps:
+        probe = replace(options, extra={**options.extra, "repetitions": 1})
+        _refuse_if_impossible(request, {n: reps * sum(c.repetitions for c in EXPERIMENTS[n].cells(request.profile, request.seed, probe))
+                                        for n in request.experiments})
     cells = {name: EXPERIMENTS[name].cells(request.profile, request.seed, options) for name in request.experiments}
     if options.workloads:
         from scenarios import load_scenarios
@@ -204,13 +221,7 @@ def plan(request: Request) -> dict[str, list[Cell]]:
             raise DriftlabError(f"--workloads: unknown workload {unknown[0]!r} (known: {', '.join(known)})")
         cells = {name: [c for c in cs if c.p.get("workload", options.workloads[0]) in options.workloads]
                  for name, cs in cells.items()}
-    executions = {name: sum(c.repetitions for c in cs) for name, cs in cells.items()}
-    seconds = sum(executions[n] * EXPERIMENTS[n].seconds_per_execution / (request.jobs if EXPERIMENTS[n].parallel else 1)
-                  for n in cells)
-    if seconds > MAX_HOURS * 3600:
-        size = sum(executions.values())
-        raise DriftlabError(f"this run is {size:,} executions, about {seconds / 3600:,.0f} hours on {request.jobs} job(s); "
-                            f"the limit is {MAX_HOURS:.0f} hours (the paper profile is far smaller: --profile paper)")
+    _refuse_if_impossible(request, {name: sum(c.repetitions for c in cs) for name, cs in cells.items()})
     return cells
 
 
@@ -228,13 +239,14 @@ def run(request: Request) -> Path:
     """Plan, claim the folder, run every pending cell, write provenance, analyse; returns the run folder."""
     from analysis.pipeline import analyze
 
-    cells = plan(request)
     run_dir, is_default = _folder(request)
+    cells = plan(request)
     usable_out(run_dir)
     manifest = identity(request)
+    check_identity(run_dir, manifest)  # refuse a changed run before creating anything
     run_dir.mkdir(parents=True, exist_ok=True)
     with RunLock(run_dir):
-        resumed = check_identity(run_dir, manifest)
+        resumed = check_identity(run_dir, manifest)  # again, now that no other run can change the folder
         options = request.options
         options.run_dir = run_dir.resolve()  # experiments may run subprocesses in other folders
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)  # temporary databases of a killed run

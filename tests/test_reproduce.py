@@ -130,20 +130,6 @@ def test_a_finished_run_is_not_run_again_and_a_different_run_is_refused(tmp_path
     assert refused.returncode == 2 and "seed" in refused.stderr and refused.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (("reproduce", "--only", "nothing"), "--only 'nothing'"),
-    (("reproduce", "--mechanisms", "ATR,Oracle"), "unknown mechanism 'Oracle'"),
-    (("reproduce", "--jobs", "0"), "--jobs: must be at least 1"),
-    (("sweep", "omission", "--rates", "0,1.5"), "between 0 and 1"),
-    (("analyze", "/nonexistent/run"), "not a run folder"),
-])
-def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
-    result = driftlab(*args, cwd=tmp_path)
-    assert result.returncode == 2
-    assert message in result.stderr and result.stderr.count("\n") == 1
-    assert not (tmp_path / "data").exists()
-
-
 def test_compare_and_a_users_own_mechanism(tmp_path):
     (tmp_path / "my_mechanisms.py").write_text(
         "from vocabulary.revalidation import Outcome, Validation\n"
