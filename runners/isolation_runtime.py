@@ -32,6 +32,7 @@ judge by: the oracle, which a fault may hide from the mechanism),
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from time import perf_counter_ns
 from typing import Any, Iterable
 
 from vocabulary import FAIL, OK, History, Operation
@@ -62,6 +63,7 @@ class Runtime:
     skipped: int = 0
     resolutions: int = 0
     refusals: int = 0
+    mechanism_ns: int = 0  # time spent inside the mechanism's resolve/admit_merge (the cost of isolation)
 
     # ------------------------------------------------------------ recording
     def _op(self, actor: str, name: str, status: str = OK, **value) -> Operation:
@@ -93,7 +95,9 @@ class Runtime:
         if w is None:
             return None
         self.resolutions += 1
+        t0 = perf_counter_ns()
         r = self.mechanism.resolve(w.manifest, identity, self.registry)
+        self.mechanism_ns += perf_counter_ns() - t0
         if r.version is None:
             self.refusals += 1
             w.state = "aborted"
@@ -139,7 +143,9 @@ class Runtime:
             self._op(wid, "merge", FAIL, workflow=wid, branches=branches, path="none",
                      reason=f"branch {', '.join(down)} did not finish")
             return False
+        t0 = perf_counter_ns()
         d = self.mechanism.admit_merge(w.manifest, [b.manifest for b in ws], self.registry)
+        self.mechanism_ns += perf_counter_ns() - t0
         for b in ws:
             b.state = "merged"
         if not d.admitted:
@@ -156,6 +162,10 @@ class Runtime:
             return
         w.state = "ended"
         self._op(wid, "end", workflow=wid)
+
+    def note(self, wid: str, name: str, **value) -> None:
+        """An application step of the workflow (e.g. a query), recorded in the history; checkers ignore it."""
+        self._op(wid, name, workflow=wid, **value)
 
     def deploy(self, identity: str, version: int) -> None:
         previous = self.registry.deploy(identity, version)

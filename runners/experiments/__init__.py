@@ -16,6 +16,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     RevalidationOmission(),
     __import__("runners.experiments.isolation_levels", fromlist=["_"]).IsolationLevels(),
     __import__("runners.experiments.isolation_runtimes", fromlist=["_"]).IsolationRuntimes(),
+    __import__("runners.experiments.isolation_retrieval", fromlist=["_"]).IsolationRetrieval(),
+    __import__("runners.experiments.isolation_undeclared", fromlist=["_"]).IsolationUndeclared(),
 )}
 
 FAMILIES = ("revalidation", "isolation", "resume")
