@@ -171,10 +171,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         for name, c in checkers(family).items():
             doc = (type(c).__doc__ or "").strip().splitlines()
             print(f"    {name:30s} {doc[0] if doc else ''}")
-        print("  faults:")
-        for name, doc in FAULTS.items():
-            if name.split(".")[0] == family or family == "revalidation" and "." not in name:
-                print(f"    {name:30s} {doc}")
+    print("[faults]")
+    for name, doc in FAULTS.items():
+        print(f"    {name:30s} {doc}")
     return 0
 
 
