@@ -9,4 +9,5 @@ FAULTS: dict[str, str] = {
     "race": "two workers commit the same checked intent at one instant; or the policy turns false between validation and commit (faults/races.py)",
     "dependency_omission": "drop the change's sole critical dependency edge with probability p before validation (faults/omission.py)",
     "conservative_linking": "mitigation: link every supplied input (recorded read) to every premise (faults/omission.py)",
+    "contract_omission": "drop each declared isolation contract with probability p before an execution; SSI then admits what the dropped contract forbade (faults/contract_omission.py)",
 }

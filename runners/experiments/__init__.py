@@ -18,6 +18,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     __import__("runners.experiments.isolation_runtimes", fromlist=["_"]).IsolationRuntimes(),
     __import__("runners.experiments.isolation_retrieval", fromlist=["_"]).IsolationRetrieval(),
     __import__("runners.experiments.isolation_undeclared", fromlist=["_"]).IsolationUndeclared(),
+    __import__("runners.experiments.isolation_contract_omission", fromlist=["_"]).IsolationContractOmission(),
 )}
 
 FAMILIES = ("revalidation", "isolation", "resume")
