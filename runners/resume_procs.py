@@ -178,8 +178,14 @@ class InProcessExecutor:
 
 
 # ---------------------------------------------------------------------------------------------- racers
-def _racer(parent: int, cmd_r: int, out_w: int, barrier, runtime: str, backend: dict, graph: dict, index: int) -> None:
+def _racer(parent: int, cmd_r: int, out_w: int, barrier, runtime: str, backend: dict, graph: dict, index: int,
+           siblings: list[int]) -> None:
     die_with_parent(parent)
+    for fd in siblings:  # the other racers' pipe ends: holding a command pipe open would hide its end of file
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     rt = build(runtime, Backend(**backend), GraphSpec.from_dict(graph))
     rt.state("-")  # open the connections before the first race
     try:
@@ -215,8 +221,9 @@ class RacerPool:
         for i in range(k):
             cmd_r, cmd_w = os.pipe()
             out_r, out_w = os.pipe()
+            siblings = [fd for _, w, r in self.racers for fd in (w, r)] + [cmd_w, out_r]
             pid = fork_start(_racer, (os.getpid(), cmd_r, out_w, self.barrier, runtime, backend.to_dict(),
-                                      graph.to_dict(), i))
+                                      graph.to_dict(), i, siblings))
             os.close(cmd_r)
             os.close(out_w)
             self.racers.append((pid, cmd_w, out_r))
