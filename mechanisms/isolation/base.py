@@ -25,16 +25,17 @@ dict lookups, because the microbenchmark times it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import ClassVar, Sequence
+from typing import ClassVar, NamedTuple, Sequence
 
 from mechanisms.isolation.merge import validate_delta, validate_union
 from vocabulary.isolation import Guarantees, Manifest, Registry, ref
 
 
-@dataclass(frozen=True)
-class Resolution:
-    """What a step gets: a version (None if refused), how it was chosen, and why if refused."""
+class Resolution(NamedTuple):
+    """What a step gets: a version (None if refused), how it was chosen, and why if refused.
+
+    A named tuple, not a dataclass: it is built on the timed resolution path.
+    """
 
     version: int | None
     via: str  # live | bound | inherited | retained | lockfile | captured | tainted | refused
@@ -42,10 +43,9 @@ class Resolution:
     checks: int = 0  # contract look-ups made (the cost the undeclared experiment reports)
 
 
-@dataclass(frozen=True)
-class MergeDecision:
+class MergeDecision(NamedTuple):
     admitted: bool
-    bindings: dict = field(default_factory=dict)  # the merged manifest's bindings (parent + branches)
+    bindings: dict  # the bindings the merging workflow takes on (the branches' deltas, or the union); {} when refused
     reason: str = ""
     path: str = "none"  # none (I0) | delta | union
 
@@ -98,7 +98,7 @@ class Profile:
             out = validate_delta(parent.fp, parent.bindings, branches, registry)
             if out is not None:
                 ok, delta, reason = out
-                return MergeDecision(ok, {**parent.bindings, **delta} if ok else {}, reason, "delta")
+                return MergeDecision(ok, delta if ok else {}, reason, "delta")
         ok, merged, reason = validate_union([parent, *branches], registry, g.stability)
         return MergeDecision(ok, merged if ok else {}, reason, "union")
 

@@ -95,13 +95,35 @@ def validate_delta(parent_fp: int, base: dict, branches: Sequence[Manifest], reg
             elif have != v:
                 return False, merged, f"{x} is bound to @{have} in one branch and @{v} in another"
     if merged and len(reg.contracts):
-        get_m, get_b = merged.get, base.get
-
-        def lookup(y):
-            v = get_m(y)
-            return v if v is not None else get_b(y)
-
-        reason = _close(dict(merged), lookup, reg, True)
+        reason = _close_delta(merged, base, reg)
         if reason:
             return False, merged, reason
     return True, merged, ""
+
+
+def _close_delta(merged: dict, base: dict, reg: Registry) -> str | None:
+    """Contracts and closure for the delta bindings (S1), looked up in the delta union, then the parent."""
+    requirements, dependents, exists = reg.contracts.requirements, reg.contracts.dependents, reg.exists
+    get_m, get_b = merged.get, base.get
+    pending = list(merged.items())
+    while pending:
+        x, v = pending.pop()
+        for y, u in requirements.get((x, v), ()):
+            have = get_m(y)
+            if have is None:
+                have = get_b(y)
+            if have is None:
+                if not exists(y, u):
+                    return f"{ref(x, v)} requires {ref(y, u)}, which no branch bound and the registry no longer retains"
+                merged[y] = u
+                pending.append((y, u))
+            elif have != u:
+                return f"{Contract(x, v, y, u)} is violated: the merged bindings hold {y}@{have}"
+        for s, sv, u in dependents.get(x, ()):
+            if u != v:
+                have = get_m(s)
+                if have is None:
+                    have = get_b(s)
+                if have == sv:
+                    return f"{Contract(s, sv, x, u)} is violated: the merged bindings hold {x}@{v}"
+    return None

@@ -19,6 +19,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     __import__("runners.experiments.isolation_retrieval", fromlist=["_"]).IsolationRetrieval(),
     __import__("runners.experiments.isolation_undeclared", fromlist=["_"]).IsolationUndeclared(),
     __import__("runners.experiments.isolation_contract_omission", fromlist=["_"]).IsolationContractOmission(),
+    __import__("runners.experiments.isolation_microbench", fromlist=["_"]).IsolationMicrobench(),
     __import__("runners.experiments.resume_faults", fromlist=["_"]).ResumeFaults(),
     __import__("runners.experiments.resume_independence", fromlist=["_"]).ResumeIndependence(),
     __import__("runners.experiments.resume_concurrency", fromlist=["_"]).ResumeConcurrency(),
