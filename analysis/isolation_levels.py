@@ -17,13 +17,23 @@ import pandas as pd
 
 from analysis.reference import reference
 from analysis.report import Matrix, Section, row
-from vocabulary.isolation import ANOMALIES, COMPATIBILITY_SKEW, CONTEXT_ESCAPE, MERGE_SKEW, READ_SKEW
+from vocabulary.isolation import (ANOMALIES, COMPATIBILITY_SKEW, CONTEXT_ESCAPE, MERGE_SKEW, NAMED_PROFILES, READ_SKEW,
+                                  all_combinations)
 
 COLUMNS = ["profile", "stability", "compatibility", "inheritance", "anomaly", "verdict", "witness"]
 
 
+#: rows in the paper's order: the named profiles, then the eight combinations, then anything else
+PROFILE_ORDER = (*NAMED_PROFILES, *(g.label for g in all_combinations()))
+
+
+def ordered(values, first) -> dict:
+    seen = list(dict.fromkeys(values))
+    return {v: i for i, v in enumerate([f for f in first if f in seen] + sorted(v for v in seen if v not in first))}
+
+
 def table(records: pd.DataFrame) -> pd.DataFrame:
-    order = {p: i for i, p in enumerate(dict.fromkeys(records["profile"]))}
+    order = ordered(records["profile"], PROFILE_ORDER)
     aorder = {a: i for i, a in enumerate(ANOMALIES)}
     t = records[COLUMNS].copy()
     t["_p"], t["_a"] = t["profile"].map(order), t["anomaly"].map(lambda a: aorder.get(a, 99))

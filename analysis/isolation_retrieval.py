@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.isolation_levels import ordered
 from analysis.reference import reference
 from analysis.report import Section, row
 from analysis.stats import binomial_ci
 
 COLUMNS = ["profile", "contract", "controlled_document_returned", "refused", "executions"]
+ORDER = ("SRC", "RSR", "CR", "SSI", "StaticPinning")
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
     g = records.groupby(["profile", "contract"], sort=False)
     out = pd.DataFrame({"controlled_document_returned": g["controlled_document_returned"].sum().astype(int),
                         "refused": g["refused"].sum().astype(int), "executions": g.size()}).reset_index()
-    return out[COLUMNS]
+    order = ordered(out["profile"], ORDER)
+    return out.sort_values("profile", key=lambda s: s.map(order)).reset_index(drop=True)[COLUMNS]
 
 
 def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:

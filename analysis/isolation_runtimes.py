@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.isolation_levels import paper_cells
+from analysis.isolation_levels import ordered, paper_cells
 from analysis.reference import reference
 from analysis.report import Matrix, Section, row
 from vocabulary.isolation import ANOMALIES
 
 COLUMNS = ["runtime", "anomaly", "verdict", "witness"]
+RUNTIME_ORDER = ("default", "StaticPinning", "SSI", "default/open-world", "StaticPinning/open-world", "SSI/open-world")
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
-    order = {p: i for i, p in enumerate(dict.fromkeys(records["runtime"]))}
+    order = ordered(records["runtime"], RUNTIME_ORDER)
     aorder = {a: i for i, a in enumerate(ANOMALIES)}
     t = records[COLUMNS].copy()
     t["_r"], t["_a"] = t["runtime"].map(order), t["anomaly"].map(lambda a: aorder.get(a, 99))

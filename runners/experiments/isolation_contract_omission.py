@@ -112,7 +112,7 @@ class IsolationContractOmission(Experiment):
             bad = flagged(h)
             if bad:
                 witnesses.append(h)
-            rows.append({"rate": rate, "mechanism": name, "repetition": rep, "seed": seed,
+            rows.append({"repetition": rep, "seed": seed,
                          "contracts": len(scenario.contracts), "dropped": len(dropped),
                          "dropped_that_matter": sum(c in matter for c in dropped), "contracts_that_matter": len(matter),
                          "incompatible_admitted": bad, "refusals": rt.refusals})

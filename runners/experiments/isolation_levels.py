@@ -70,7 +70,7 @@ class IsolationLevels(Experiment):
             results = judge(history)
             own = results[anomaly]
             others = [a for a in ANOMALIES if a != anomaly and results[a].verdict.value == "invalid"]
-            rows.append({"profile": p, "stability": s, "compatibility": c, "inheritance": i, "anomaly": anomaly,
+            rows.append({"stability": s, "compatibility": c, "inheritance": i, "anomaly": anomaly,
                          "scenario": scenario.name, "repetition": 0, "seed": derive_seed(cell.seed, p, anomaly),
                          "verdict": verdict_word(own),
                          "witness": " | ".join(w.explanation for w in own.witnesses),

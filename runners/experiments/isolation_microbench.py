@@ -62,7 +62,7 @@ def records_from_json(data: dict, seed: int, json_name: str) -> dict[str, list]:
                      "identities": int(x["identities"]), "branches": int(x["branches"]), "delta": int(x["delta"]),
                      "repetition": 0, "seed": derive_seed(seed, x["operation"], x["identities"], x["branches"], x["delta"]),
                      "p50_us": float(x["p50_us"]), "p95_us": float(x["p95_us"]), "mean_us": b["stats"]["mean"] * 1e6,
-                     "rounds": int(x["samples"]), "benchmark": b["name"], "benchmark_json": json_name})
+                     "samples": int(x["samples"]), "benchmark": b["name"], "benchmark_json": json_name})
     return {k: [r[k] for r in rows] for k in rows[0]}
 
 

@@ -71,8 +71,9 @@ def figure1(world: RetrievalWorld, mechanism, controlled: int, text: str, group,
 
 
 def open_world_store(options: Options, name: str, seed: int) -> str | None:
-    """A folder for Qdrant's local mode under the run's scratch (None: in memory)."""
-    if options.scratch is None:
+    """A folder for Qdrant's local mode under the run's scratch if ``options.extra["qdrant"] == "disk"``
+    (None, the default: in memory, ``QdrantClient(":memory:")``, the same engine without the file I/O)."""
+    if options.scratch is None or options.extra.get("qdrant") != "disk":
         return None
     folder = Path(options.scratch) / f"qdrant_{name}_{seed}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -114,7 +115,7 @@ class IsolationRetrieval(Experiment):
                 rng = random.Random(seed)
                 controlled = rng.randrange(DOCUMENTS)
                 fields, h = figure1(world, mechanism, controlled, query_for(controlled, rng), f"{p}/{rep}")
-                rows.append({"profile": p, "contract": "declared", "repetition": rep, "seed": seed,
+                rows.append({"repetition": rep, "seed": seed,
                              "documents": DOCUMENTS, **fields})
                 histories.append(h)
         finally:

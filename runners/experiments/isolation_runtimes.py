@@ -53,15 +53,15 @@ class IsolationRuntimes(Experiment):
                 raise DriftlabError(f"isolation_runtimes needs the scenario {p!r} (scenarios/isolation/{p}.toml)")
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
-        return [Cell(self.name, (("runtime", m), ("program", p)), 1, seed)
+        return [Cell(self.name, (("mechanism", m), ("program", p)), 1, seed)
                 for p in PROGRAMS for m in self.runtimes(options)]
 
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
-        m, program = cell.p["runtime"], cell.p["program"]
+        m, program = cell.p["mechanism"], cell.p["program"]
         scenario = load_scenarios(tuple(options.scenario_dirs), family="isolation")["isolation"][program]
         rt, history = run_scenario(scenario, resolve(m, "isolation")(), group=f"{m}/{program}")
         results = judge(history)
-        rows = [{"runtime": label(m, program), "mechanism": m, "program": program, "anomaly": a, "repetition": 0,
+        rows = [{"runtime": label(m, program), "anomaly": a, "repetition": 0,
                  "seed": derive_seed(cell.seed, m, program), "verdict": verdict_word(results[a]),
                  "witness": " | ".join(w.explanation for w in results[a].witnesses),
                  "resolutions": rt.resolutions, "refusals": rt.refusals,

@@ -115,7 +115,7 @@ class IsolationUndeclared(Experiment):
                 controlled = rng.randrange(DOCUMENTS)
                 fields, h = undeclared_run(world, mechanism, mode, controlled, query_for(controlled, rng),
                                            f"{mode}/{policy}/{rep}")
-                rows.append({"contract": mode, "policy": policy, "mechanism": mechanism.name, "repetition": rep,
+                rows.append({"mechanism_name": mechanism.name, "repetition": rep,
                              "seed": seed, **fields})
                 histories.append(h)
         finally:
