@@ -35,8 +35,13 @@ CHECKED = (*PROPERTIES, LIVENESS)
 
 
 def resume_scenarios(options: Options) -> dict[str, Any]:
+    return _scenarios(tuple(options.scenario_dirs))
+
+
+@cache
+def _scenarios(dirs: tuple) -> dict[str, Any]:
     try:
-        return load_scenarios(tuple(options.scenario_dirs), family="resume")["resume"]
+        return load_scenarios(dirs, family="resume")["resume"]
     except ScenarioError as exc:
         raise DriftlabError(str(exc)) from None
 

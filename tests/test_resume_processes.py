@@ -1,0 +1,76 @@
+"""Real processes: every crash a SIGKILL of a child's pid, every recovery a new process; both backends.
+
+Catches a harness that fakes its crashes (no child killed by signal 9, or a
+recovery in the killed process), and, on PostgreSQL, a consume-once gate
+that serves more than one racer (planted bug: naive, which each racer runs on).
+"""
+from __future__ import annotations
+
+import pytest
+
+import scenarios
+from analysis.checkers.resume import check_all
+from runners.experiment import Options
+from runners.experiments.resume_concurrency import race_cell
+from runners.resume_cells import Recorder, finish, play, setup_backend
+from runners.resume_procs import ForkedExecutor
+from scenarios.resume import by_kind, cell_graph
+from vocabulary.resume import Backend
+
+SCEN = scenarios.load_scenarios(family="resume")["resume"]
+
+
+def run_cell(name: str, runtime: str, backend: Backend):
+    cell = SCEN[name]
+    graph = cell_graph(cell, by_kind(SCEN, "graph"))
+    setup_backend(runtime, backend, graph)
+    rec = Recorder(graph)
+    ex = ForkedExecutor(runtime, backend, graph)
+    for r in range(cell.replicas):
+        play(cell, ex, rec, f"{name}-{r}", name)
+    return ex, finish(rec, runtime, backend, graph)
+
+
+@pytest.mark.parametrize("runtime,eo", [("naive", "invalid"), ("sequencer", "valid")])
+def test_sigkill_after_effect_is_real_and_recovery_is_a_new_process(runtime, eo, tmp_path):
+    """Planted bug: naive re-runs the node whose effect is durable but whose checkpoint is not (EO invalid);
+    the sequencer's idempotent ledger does not."""
+    ex, history = run_cell("crash_resume_after_effect_act", runtime, Backend("sqlite", str(tmp_path), "t"))
+    assert ex.kills and all(code == -9 for _, code in ex.kills)  # killed by signal 9
+    killed = [op for op in history.operations if op.status == "indeterminate"]
+    assert killed and all(op.value["killed_by"] == 9 for op in killed)
+    for op in killed:
+        rec = next(o for o in history.operations if o.index > op.index and o.name == "recover"
+                   and o.value["run"] == op.value["run"])
+        assert rec.value["pid"] != op.value["pid"]  # a fresh process
+    assert check_all(history)["EO"].verdict.value == eo
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("runtime,fired", [("naive", 4), ("sequencer", 1)])
+def test_concurrent_resume_on_postgres(runtime, fired, pg_dsn, tmp_path, monkeypatch):
+    """Planted bug: naive lets each of k = 4 racers run on (4 gated effects); the sequencer's claim serves one."""
+    monkeypatch.setenv("DRIFTLAB_POSTGRES_DSN", pg_dsn)
+    out = race_cell("t", runtime, "postgres", 4, 0.0, 2, 1, Options(run_dir=tmp_path))
+    assert out.records["effects_fired"] == [fired, fired]
+    assert out.records["served"] == [fired, fired]
+    assert out.records["indeterminate"] == [0, 0]
+
+
+@pytest.mark.postgres
+def test_fault_cell_on_postgres(pg_dsn, tmp_path):
+    """The fault harness on PostgreSQL: a SIGKILL inside the checkpoint transaction leaves no checkpoint; the
+    sequencer holds every property, naive re-fires the effect (EO)."""
+    import secrets
+
+    for runtime, eo in (("sequencer", "valid"), ("naive", "invalid")):
+        backend = Backend("postgres", pg_dsn, f"driftlab_resume_test_{secrets.token_hex(4)}")
+        try:
+            ex, history = run_cell("crash_resume_during_checkpoint_write_act", runtime, backend)
+        finally:
+            from mechanisms.resume.store import drop_backend
+            drop_backend(backend)
+        res = check_all(history)
+        assert res["EO"].verdict.value == eo
+        assert all(r.verdict.value == "valid" for p, r in res.items() if p != "EO")
+        assert ex.kills and all(code == -9 for _, code in ex.kills)
