@@ -27,3 +27,13 @@ DEFAULT_RUNTIMES: tuple[str, ...] = ("naive", "sequencer")
 
 #: the protocol's methods (mechanisms.FAMILIES)
 METHODS: tuple[str, ...] = ("start", "resume", "fork", "recover", "checkpoints", "state")
+
+# ---- LangGraph (issue 9): the installed release, stock and with the consume-once guard, as runtime rows
+_LG = "mechanisms.resume.langgraph_runtime:"
+RUNTIMES["langgraph"] = _LG + "LangGraphRuntime"
+RUNTIMES["langgraph+guard"] = _LG + "LangGraphGuardRuntime"
+for _v in ("async-saver", "durability-sync", "durability-async", "durability-exit", "dataclass", "pydantic"):
+    _cls = "".join(p.title() for p in _v.replace("-", "_").split("_"))
+    RUNTIMES[f"langgraph[{_v}]"] = _LG + "LangGraphRuntime" + _cls
+    RUNTIMES[f"langgraph+guard[{_v}]"] = _LG + "LangGraphGuardRuntime" + _cls
+DEFAULT_RUNTIMES = (*DEFAULT_RUNTIMES, "langgraph", "langgraph+guard")

@@ -257,8 +257,14 @@ class LangGraphRuntime(DurableRuntime):
         return self._call(self.app.get_state, self.app.aget_state, config)
 
     def _step(self, snap) -> int:
-        nxt = snap.next[0] if snap.next else None
-        return self.graph.names.index(nxt) if nxt in self.graph.names else len(self.graph.nodes)
+        """Nodes done at this checkpoint: the index of the node its superstep runs (len(nodes) when none).
+
+        ``snap.tasks`` lists that superstep's tasks, finished or not (``snap.next``
+        leaves out a task whose writes are already stored, e.g. after a crash
+        during the checkpoint write: the checkpoint is still before that node).
+        """
+        names = [t.name for t in snap.tasks if t.name in self.graph.names] or list(snap.next)
+        return self.graph.names.index(names[0]) if names and names[0] in self.graph.names else len(self.graph.nodes)
 
     def _checkpoint(self, snap, run_id: str) -> Checkpoint:
         step = self._step(snap)
