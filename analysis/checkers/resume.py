@@ -272,8 +272,9 @@ def _signature(v: View, call: Operation) -> str:
 
 
 class RecoveryDeterminism(_Base):
-    """RD: completed recoveries of one group that began at the same durable frontier (same step, same state)
-    end alike: same outcome, same final state, same effects fired and same nodes run."""
+    """RD: completed recoveries of one group that began from the same durable frontier (same checkpoint step and
+    state, same effects already in the ledger, same consumptions) end alike: same outcome, same final state,
+    same effects fired and same nodes run."""
 
     name = RD
 
@@ -288,8 +289,14 @@ class RecoveryDeterminism(_Base):
             at = [c for c in v.checkpoints_of(run) if (c.value.get("created") or 0) < (call.start or 0)
                   and c.value.get("step") == f]
             state = json.dumps(at[-1].value.get("values") if at else None, sort_keys=True)
-            classes[(call.value.get("group"), call.value.get("ordinal", 0), f, state)].append(call)
-        for (group, _, f, _), calls in classes.items():
+            t0 = call.start or 0
+            fired = sorted((e.value.get("task"), e.value.get("effect")) for e in v.effects
+                           if e.value.get("run") == run and (e.value.get("at") or 0) < t0)
+            consumed = sum(1 for t in v.traces if t.value.get("run") == run and t.value.get("kind") == CONSUME
+                           and (t.value.get("at") or 0) < t0)
+            classes[(call.value.get("group"), call.value.get("ordinal", 0), f, state, json.dumps(fired),
+                     consumed)].append(call)
+        for (group, _, f, *_), calls in classes.items():
             if len(calls) < 2:
                 continue
             compared += len(calls) - 1
