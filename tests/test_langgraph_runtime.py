@@ -1,0 +1,155 @@
+"""Real LangGraph behind the resume family's harness: a slice of the fault matrix and of the concurrency grid.
+
+Every crash is a real SIGKILL of a forked child running the graph, every
+recovery a new process (runners/resume_procs.py), the verdicts come from the
+family's checkers.  Each test names the planted bug it catches.
+"""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from mechanisms import resolve  # noqa: E402
+from mechanisms.resume import DEFAULT_RUNTIMES, RUNTIMES  # noqa: E402
+from mechanisms.resume.base import DurableRuntime  # noqa: E402
+from mechanisms.resume.langgraph_runtime import LangGraphGuardRuntime, LangGraphRuntime  # noqa: E402
+from runners import resume_common as rc  # noqa: E402
+from runners.experiment import Options  # noqa: E402
+from runners.experiments.resume_concurrency import race_cell  # noqa: E402
+from vocabulary.resume import DEFAULT_GRAPH, Backend  # noqa: E402
+
+
+class PlainEffectsGuard(LangGraphGuardRuntime):
+    """Planted bug: the guard without its effect ledger (effects fire plainly, at least once)."""
+
+    name = "langgraph+guard-without-ledger"
+
+    def fire_effect(self, run_id, task, key, payload):
+        return DurableRuntime.fire_effect(self, run_id, task, key, payload)
+
+
+class UnclaimedGuard(LangGraphGuardRuntime):
+    """Planted bug: the guard's runtime on the stock savers (no consume-once claim)."""
+
+    name = "langgraph+guard-without-claims"
+    guarded = False
+
+
+def verdicts(runtime: str, cell: str, backend: str = "sqlite") -> tuple[dict[str, str], int, int]:
+    records, _ = rc.run_fault_cell("resume_faults", runtime, cell, 1, 7, Options(), backend)
+    return (dict(zip(records["property"], records["verdict"])), records["effects_fired"][0],
+            records["effects_expected"][0])
+
+
+def test_registered_as_default_rows():
+    """Both runtimes are rows of the three process artifacts by default (planted bug: a registry line that names a
+    class the module does not define, or a variant whose class name does not match its registered name)."""
+    assert {"langgraph", "langgraph+guard"} <= set(DEFAULT_RUNTIMES)
+    for name in RUNTIMES:
+        if name.startswith("langgraph"):
+            assert resolve(name, "resume").name == name
+
+
+# ---------------------------------------------------------------------------------------------- stock LangGraph
+@pytest.mark.parametrize("cell,violated", [
+    ("second_resume_head", "CO"),  # the second resume value is recorded and never consulted
+    ("second_resume_by_id", "CO"),  # addressed to the parked checkpoint: b and c re-run with the first value
+    ("crash_resume_after_effect_act", "EO"),  # durably recorded work re-executed after SIGKILL
+    ("invalid_state", "CV"),  # schema-invalid state persisted silently
+])
+def test_stock_langgraph_profile(cell, violated):
+    """The installed release reproduces the paper's four 1.2.9 findings on SQLite (measured, not assumed: if a
+    release fixes one, this test says which)."""
+    got, _, _ = verdicts("langgraph", cell)
+    assert got[violated] == "invalid" and got["liveness"] == "valid"
+
+
+# ---------------------------------------------------------------------------------------------- LangGraph + guard
+GUARD_CELLS = ["second_resume_head", "second_resume_by_id", "crash_resume_after_effect_act",
+               "crash_start_after_node_before_checkpoint_prepare", "crash_resume_after_resume_consumed_approve",
+               "invalid_state"]
+
+
+@pytest.mark.parametrize("cell", GUARD_CELLS)
+def test_guard_holds_where_stock_violates_sqlite(cell):
+    """EO, CO, CV and liveness hold for langgraph+guard, with every expected effect fired exactly once.
+
+    Planted bugs caught: the guard without its effect ledger (EO on the crash cells, see
+    test_planted_guard_bugs_are_caught), without the claim (CO on the second resumes), without schema
+    validation (CV on invalid_state).
+    """
+    got, fired, expected = verdicts("langgraph+guard", cell)
+    assert {p: got[p] for p in ("EO", "CO", "CV", "PC", "liveness")} == dict.fromkeys(
+        ("EO", "CO", "CV", "PC", "liveness"), "valid")
+    assert fired == expected
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("cell", ["second_resume_by_id", "crash_resume_after_effect_act"])
+def test_guard_holds_on_postgres(pg_dsn, cell):
+    """The same on PostgreSQL (the claim is an INSERT ... ON CONFLICT in the saver's schema)."""
+    got, fired, expected = verdicts("langgraph+guard", cell, "postgres")
+    assert (got["EO"], got["CO"], got["liveness"], fired) == ("valid", "valid", "valid", expected)
+
+
+def test_planted_guard_bugs_are_caught():
+    """The fault matrix finds each planted bug of the guard runtime (these are the tests' own planted bugs)."""
+    mod = __name__
+    assert verdicts(f"{mod}:PlainEffectsGuard", "crash_resume_after_effect_act")[0]["EO"] == "invalid"
+    assert verdicts(f"{mod}:UnclaimedGuard", "second_resume_head")[0]["CO"] == "invalid"
+
+
+# ---------------------------------------------------------------------------------------------- concurrent resumers
+def _race(runtime: str, backend: str, k: int = 4):
+    out = race_cell("resume_concurrency", runtime, backend, k, 0.0, 2, 11, Options())
+    return out.records
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_concurrent_resumers(backend, request):
+    """k=4 warm racers on a barrier: stock LangGraph serves all four (saturation 1.0, as the paper measured);
+    with the guard exactly one is served and fires the gated effect, three are refused.
+
+    Planted bug caught: the guard runtime without claims (UnclaimedGuard) serves all four.
+    """
+    if backend == "postgres":
+        request.getfixturevalue("pg_dsn")
+    stock = _race("langgraph", backend)
+    assert stock["effects_fired"] == [4, 4] and stock["served"] == [4, 4]
+    guard = _race("langgraph+guard", backend)
+    assert (guard["effects_fired"], guard["served"], guard["refused"]) == ([1, 1], [1, 1], [3, 3])
+    assert guard["co_verdict"] == ["valid", "valid"] and guard["liveness_verdict"] == ["valid", "valid"]
+    if backend == "sqlite":
+        assert _race(f"{__name__}:UnclaimedGuard", backend)["served"] == [4, 4]
+
+
+# ---------------------------------------------------------------------------------------------- every variant
+@pytest.mark.parametrize("name", sorted(n for n in RUNTIMES if n.startswith("langgraph")))
+def test_every_variant_runs_the_graph(name, tmp_path):
+    """Each registered variant (sync/async saver, every durability mode, TypedDict/dataclass/pydantic state) parks,
+    resumes to the declared end state, forks by checkpoint id, and (guarded) refuses a second resume.
+
+    Planted bug caught: an adapter that loses the resume value for one kind of state (e.g. reading a dataclass
+    state as a dict) ends with the wrong approval or log.
+    """
+    rt = resolve(name, "resume")(Backend("sqlite", str(tmp_path), "v"), DEFAULT_GRAPH)
+    rt.setup()
+    try:
+        parked = rt.start("r", "in")
+        assert parked.state == "parked" and parked.node == DEFAULT_GRAPH.interrupt_node
+        done = rt.resume("r", "yes")
+        expected = DEFAULT_GRAPH.expected(DEFAULT_GRAPH.initial_state("in"), 0, "yes")
+        assert (done.state, dict(done.values)) == ("done", expected)
+        again = rt.resume("r", "no")
+        assert again.state == ("refused" if isinstance(rt, LangGraphGuardRuntime) else "done")
+        forked = rt.fork("r", parked.checkpoint_id, "f")
+        assert forked.state == "parked"
+        assert dict(rt.resume("f", "other").values) == DEFAULT_GRAPH.expected(
+            DEFAULT_GRAPH.initial_state("in"), 0, "other")
+    finally:
+        rt.close()
+
+
+def test_stock_adapter_is_not_the_guard():
+    assert not LangGraphRuntime.guarded and LangGraphGuardRuntime.guarded
