@@ -10,4 +10,6 @@ FAULTS: dict[str, str] = {
     "dependency_omission": "drop the change's sole critical dependency edge with probability p before validation (faults/omission.py)",
     "conservative_linking": "mitigation: link every supplied input (recorded read) to every premise (faults/omission.py)",
     "contract_omission": "drop each declared isolation contract with probability p before an execution; SSI then admits what the dropped contract forbade (faults/contract_omission.py)",
+    "sigkill": "SIGKILL of a runtime's child process at a named injection point, recovery in a fresh process (faults/sigkill.py)",
+    "concurrent_resume": "k processes resume one parked interrupt: a barrier, then a seeded start jitter (faults/concurrent_resume.py)",
 }

@@ -38,6 +38,7 @@ import time
 from typing import Any
 
 from mechanisms import resolve
+from faults.sigkill import KillAtPoint
 from mechanisms.resume.base import Crash, Hooks
 from runners.processes import Barrier, fork_start, kill, wait
 from vocabulary.resume import Backend, GraphSpec, Status
@@ -62,19 +63,7 @@ def status_from(d: dict | None) -> Status | None:
     return Status(d["run"], d["state"], d.get("checkpoint"), d.get("node"), None, d.get("values"), d.get("reason", ""))
 
 
-class KillPointHooks(Hooks):
-    """In a child: at the cell's crash point, tell the parent and wait for its SIGKILL."""
-
-    def __init__(self, op: str, crash: tuple[str, str] | None, wfd: int | None):
-        self.op, self.crash, self.wfd = op, crash, wfd
-
-    def point(self, name: str, run_id: str, step: int, node: str) -> None:
-        if self.crash is not None and (name, node) == tuple(self.crash):
-            if self.wfd is None:
-                raise Crash(f"{name} of {node}")
-            os.write(self.wfd, b"R\n")
-            while True:  # the parent's SIGKILL ends us here
-                time.sleep(3600)
+KillPointHooks = KillAtPoint  # the hook a call's child runs with (faults/sigkill.py)
 
 
 def build(runtime: str, backend: Backend, graph: GraphSpec, hooks: Hooks | None = None):

@@ -15,10 +15,10 @@ checkers' CO and EO verdicts on the race's history.
 """
 from __future__ import annotations
 
-import random
 import time
 
 from analysis.artifact import Artifact
+from faults import concurrent_resume
 from runners import resume_common as rc
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, derive_seed
 from runners.experiments.revalidation_outcomes import lazy
@@ -55,7 +55,6 @@ def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_m
             try:
                 for rep in range(repetitions):
                     rep_seed = derive_seed(seed, experiment, runtime, backend_kind, k, jitter_ms, rep)
-                    rng = random.Random(rep_seed)
                     run = f"race-{k}-{jitter_ms:g}-{rep}"
                     first = len(rec.ops)
                     t0 = time.time()
@@ -63,7 +62,7 @@ def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_m
                     rec.add("driver", "start", "ok" if st.served else "fail", t0, time.time(),
                             {"run": run, "op": f"{run}/start", "state": st.state, "group": run})
                     labels = [f"{run}/resume#{i}" for i in range(k)]
-                    jitters = [rng.uniform(0, jitter_ms) / 1000 if jitter_ms else 0.0 for _ in range(k)]
+                    jitters = concurrent_resume.plan(k, jitter_ms, rep_seed)
                     answers = pool.race(run, g.value, labels, jitters)
                     for i, a in enumerate(answers):
                         if a is None or "status" not in a:
