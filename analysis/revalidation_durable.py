@@ -3,13 +3,15 @@
 Paper: "In ten durable SQLite checkpoint/resume cells, ATR evaluated 0.6
 conditions per change versus 6.0 for FullScan; FullScan and ATR matched all
 100 executions per method."  One row per cell (``workload/mutation_class``)
-and mechanism, plus a total row per mechanism (cell ``all``):
+and mechanism, beside the totals: per workload (``<workload>/all``), per
+class over the workloads (``all/<class>``) and over everything (cell
+``all``, ``workload`` = ``mutation_class`` = ``all``):
 
 - **oracle_agreement** — share of executions whose outcome is the mutation's
   declared oracle;
-- **released**, **invalid_effects** — effects committed, and those committed
-  although the oracle says REFRESH, REPLAN or BLOCK (the counting rules of
-  :mod:`analysis.revalidation_outcomes`, reused);
+- **released**, **invalid_effects**, **false_allows** — effects committed,
+  and the counts of :mod:`analysis.revalidation_counting` (the one
+  definition every revalidation table uses);
 - **premises_per_change** — premises the resumed process evaluated, per
   change the second actor made, averaged over executions.
 """
@@ -19,11 +21,12 @@ import pandas as pd
 
 from analysis.reference import paper_value, reference
 from analysis.report import Section, row
-from analysis.revalidation_outcomes import classify
+from analysis.revalidation_counting import NOTES, order_with_all, plural, with_all, with_counts
 from vocabulary.revalidation import MUTATION_CLASSES
 
-COLUMNS = ["cell", "mechanism", "executions", "oracle_agreement", "released", "invalid_effects",
-           "premises_per_change"]
+KEYS = ["workload", "mutation_class", "mechanism"]
+COLUMNS = ["workload", "mutation_class", "cell", "mechanism", "executions", "oracle_agreement", "released",
+           "invalid_effects", "false_allows", "premises_per_change"]
 
 
 def cell_names(records: pd.DataFrame) -> pd.Series:
@@ -46,19 +49,34 @@ def _aggregate(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         "oracle_agreement": g["agree"].mean(),
         "released": g["released"].sum(),
         "invalid_effects": g["invalid_effect"].sum(),
+        "false_allows": g["false_allow"].sum(),
         "premises_per_change": g["premises_per_change"].mean(),
     }).reset_index()
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
-    c = classify(records).assign(cell=cell_names(records), released=records["released"].astype(bool))
-    per_cell = _aggregate(c, ["cell", "mechanism"])
-    total = _aggregate(c, ["mechanism"]).assign(cell="all")
-    out = pd.concat([per_cell, total], ignore_index=True)[COLUMNS]
-    out["cell"] = pd.Categorical(out["cell"], cell_order(records) + ["all"], ordered=True)
+    counted = with_counts(records, KEYS).assign(released=records["released"].astype(bool).to_numpy())
+    out = _aggregate(with_all(counted, ["workload", "mutation_class"]), KEYS)
+    both_all = (out["workload"] == "all") & (out["mutation_class"] == "all")
+    out["cell"] = (out["workload"] + "/" + out["mutation_class"]).where(~both_all, "all")
+    rank = {c: i for i, c in enumerate(MUTATION_CLASSES)}
+    classes = sorted(set(records["mutation_class"]), key=lambda c: (rank.get(c, len(rank)), c)) + ["all"]
+    out["workload"] = pd.Categorical(out["workload"], order_with_all(records["workload"]), ordered=True)
+    out["mutation_class"] = pd.Categorical(out["mutation_class"], classes, ordered=True)
     out["mechanism"] = pd.Categorical(out["mechanism"], list(dict.fromkeys(records["mechanism"])), ordered=True)
-    out = out.sort_values(["cell", "mechanism"]).reset_index(drop=True)
-    return out.astype({"cell": str, "mechanism": str, "released": int, "invalid_effects": int})
+    out = out.sort_values(KEYS).reset_index(drop=True)[COLUMNS]
+    return out.astype({"workload": str, "mutation_class": str, "mechanism": str, "released": int,
+                       "invalid_effects": int, "false_allows": int})
+
+
+def cells_only(tab: pd.DataFrame) -> pd.DataFrame:
+    """The rows of real cells (one workload, one class)."""
+    return tab[(tab["workload"] != "all") & (tab["mutation_class"] != "all")]
+
+
+def totals(tab: pd.DataFrame) -> pd.DataFrame:
+    """The rows over every cell, indexed by mechanism."""
+    return tab[tab["cell"] == "all"].set_index("mechanism")
 
 
 def same_outcomes(records: pd.DataFrame, a: str, b: str) -> tuple[int, int]:
@@ -73,8 +91,10 @@ def same_outcomes(records: pd.DataFrame, a: str, b: str) -> tuple[int, int]:
 def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     ref = reference("revalidation_durable")
     paper_n = ref.get("executions_per_method")
-    per_cell, total = tab[tab["cell"] != "all"], tab[tab["cell"] == "all"].set_index("mechanism")
+    per_cell, total = cells_only(tab), totals(tab)
     cells = per_cell["cell"].nunique()
+    workloads = list(dict.fromkeys(per_cell["workload"]))
+    classes = per_cell["mutation_class"].nunique()
     rows = [row("durable cells", cells, ref.get("cells"), "count"),
             row("executions per mechanism per cell", int(per_cell["executions"].min()), paper_n, "count"),
             row("processes per execution (parent, decide, second actor, resume), fewest seen",
@@ -108,14 +128,16 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         "connections: the first reads the business database, decides and writes the agent transaction's checkpoint "
         "(JSON) to a workflow database, then exits; the second actor applies the mutation to the business database; "
         "a third process resumes from the checkpoint, validates and commits the effect under the mechanism's tokens "
-        "in one `BEGIN IMMEDIATE` transaction, and writes its result row. The ten cells are the lab's choice (the "
-        "paper does not list its own): the **refund** workload (the paper's running example) and the "
-        "**procurement** workload (premises over four objects), each with its five mutation classes; the variant "
+        "in one `BEGIN IMMEDIATE` transaction, and writes its result row. "
+        f"The {plural(cells, 'cell')} are the lab's choice (the paper does not list its own): "
+        f"{plural(len(workloads), 'workload')} ({', '.join(f'**{w}**' for w in workloads)}) × "
+        f"{plural(classes, 'mutation class')}; the variant "
         "of a repetition is picked by its seed, the same for every mechanism, and the oracle is the mutation's "
-        "declared outcome. *Premises per resumed change* is premises evaluated by the resuming process divided by "
+        "declared outcome. " + NOTES + " The table has rows per workload (`<workload>/all`) and per class "
+        "(`all/<class>`) beside the totals (`all`). *Premises per resumed change* is premises evaluated by the resuming process divided by "
         "the changes the second actor made, averaged over executions. ATR evaluates only the premises that read "
         "the changed field, so its mean over the cells is set by how many cells change a field no premise reads "
-        "(row \"cells where ATR evaluated no premise\"); the paper does not publish its ten cells, so the "
+        "(row \"cells where ATR evaluated no premise\"); the paper does not publish its cells, so the "
         "difference from its published value cannot be traced to a cell. FullScan evaluates every recorded premise of the "
         f"workload at each validation. The paper's \"{paper_n} executions per method\" is read as {paper_n} per "
         "mechanism per cell (the paper profile's size), so the paper's agreement "

@@ -1,9 +1,11 @@
 """Table ``revalidation_omission``: false-allow rate vs omission probability (ATR paper §5, §7).
 
-One row per mechanism × omission rate p × linking, computed from the records:
+One row per workload × mechanism × omission rate p × linking, beside the
+totals over the workloads (``workload`` = ``all``), computed from the records:
 
 - **false_allow_rate** = false allows / executions (an effect released
-  although the oracle, the blocking mutation's declared BLOCK, forbids it),
+  although the oracle, the blocking mutation's declared BLOCK, forbids it;
+  the one definition of :mod:`analysis.revalidation_counting`),
   with its exact 95% binomial interval (``ci_low``, ``ci_high``);
 - **exposed_share** = the share of executions whose critical edge matters:
   the change touches a critical edge (scenario data) and the linking leaves
@@ -25,9 +27,10 @@ import pandas as pd
 
 from analysis.reference import reference
 from analysis.report import Section, markdown_table, row
+from analysis.revalidation_counting import classify, order_with_all, plural, run_counts, with_all
 from analysis.stats import binomial_ci, expectation_interval
 
-KEYS = ["mechanism", "rate", "linking"]
+KEYS = ["workload", "mechanism", "rate", "linking"]
 LINKING_ORDER = ["exact", "conservative"]
 COLUMNS = [*KEYS, "executions", "omitted", "critical_share", "exposed_share", "false_allows", "false_allow_rate",
            "ci_low", "ci_high", "expected_rate", "expected_low", "expected_high", "within_expected",
@@ -35,8 +38,9 @@ COLUMNS = [*KEYS, "executions", "omitted", "critical_share", "exposed_share", "f
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
-    r = records.assign(per_change=records["premises_evaluated"] / records["changes"])
-    g = r.groupby(KEYS, sort=False)
+    counted = records.assign(per_change=records["premises_evaluated"] / records["changes"],
+                             false_allow=classify(records)["false_allow"])
+    g = with_all(counted, ["workload"]).groupby(KEYS, sort=False)
     out = pd.DataFrame({
         "executions": g.size(),
         "omitted": g["omitted"].sum(),
@@ -52,11 +56,16 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
     out["expected_rate"] = out["rate"] * out["exposed_share"]
     out[["expected_low", "expected_high"]] = [expectation_interval(n, e) for n, e in zip(out["executions"], out["expected_rate"])]
     out["within_expected"] = (out["false_allow_rate"] >= out["expected_low"]) & (out["false_allow_rate"] <= out["expected_high"])
-    mechanisms = list(dict.fromkeys(records["mechanism"]))
-    out["mechanism"] = pd.Categorical(out["mechanism"], mechanisms, ordered=True)
+    out["workload"] = pd.Categorical(out["workload"], order_with_all(records["workload"]), ordered=True)
+    out["mechanism"] = pd.Categorical(out["mechanism"], list(dict.fromkeys(records["mechanism"])), ordered=True)
     out["linking"] = pd.Categorical(out["linking"], LINKING_ORDER, ordered=True)
-    out = out.sort_values(KEYS).reset_index(drop=True).astype({"mechanism": str, "linking": str})
+    out = out.sort_values(KEYS).reset_index(drop=True).astype({"workload": str, "mechanism": str, "linking": str})
     return out[COLUMNS].astype({"omitted": int, "false_allows": int, "premises_evaluated": int})
+
+
+def totals(tab: pd.DataFrame) -> pd.DataFrame:
+    """The rows over every workload (one per mechanism × rate × linking)."""
+    return tab[tab["workload"] == "all"].reset_index(drop=True)
 
 
 def paper_rate(mechanism: str, linking: str, rate: float) -> float | None:
@@ -72,8 +81,8 @@ def pct(x: float) -> str:
 
 
 def cost(tab: pd.DataFrame) -> pd.DataFrame:
-    """Per mechanism × rate: what conservative linking costs and the false allows it removes (same executions)."""
-    pair = tab.pivot_table(index=["mechanism", "rate"], columns="linking", sort=False,
+    """Per mechanism × rate (all workloads): what conservative linking costs and the false allows it removes."""
+    pair = totals(tab).pivot_table(index=["mechanism", "rate"], columns="linking", sort=False,
                            values=["premises_per_change", "premises_evaluated", "false_allows"]).dropna()
     out = pd.DataFrame({
         "premises_per_change_exact": pair["premises_per_change"]["exact"],
@@ -87,8 +96,9 @@ def cost(tab: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def report(tab: pd.DataFrame) -> Section:
+def report(table: pd.DataFrame, records: pd.DataFrame) -> Section:
     ref = reference("revalidation_omission")
+    tab, per_workload = totals(table), table[table["workload"] != "all"]
     rows = []
     for _, t in tab.iterrows():
         paper = paper_rate(t["mechanism"], t["linking"], t["rate"])
@@ -120,12 +130,25 @@ def report(tab: pd.DataFrame) -> Section:
             lambda x: "n/a (none removed)" if pd.isna(x) else f"{x:,.1f}"),
     })
     critical = tab["critical_share"]
+    counts = run_counts(records)
+    by_workload = pd.DataFrame({
+        "workload": per_workload["workload"], "mechanism": per_workload["mechanism"],
+        "linking": per_workload["linking"], "p": per_workload["rate"].map(lambda x: f"{100 * x:g}%"),
+        "executions": per_workload["executions"], "false allows": per_workload["false_allows"],
+        "measured": per_workload["false_allow_rate"].map(pct),
+        "expected (p × share)": per_workload["expected_rate"].map(pct),
+        "inside": per_workload["within_expected"].map({True: "yes", False: "**no**"}),
+    })
     notes = (
-        "Every execution is a blocking case (every workload's blocking variants, under every schedule). The fault "
-        "drops, with probability p drawn from the execution's seeded RNG, the change's critical edge: field written "
+        f"Every execution is a blocking case: {plural(counts['workloads'], 'workload')} ("
+        + ", ".join(dict.fromkeys(records["workload"])) + f"), each with its blocking variants, under "
+        f"{plural(counts['schedules'], 'schedule')}; {counts['executions']:,} executions in all. The fault "
+        "drops, with probability p drawn from the execution's seeded RNG, the change's critical edges: field written "
         "→ premise whose declared rule fails on the changed state with a severity that forbids release (computed "
-        "from the scenario files, not from a mechanism). A *false allow* is an effect released although the "
-        "oracle (BLOCK) forbids it. Share of executions whose change touches a critical edge: "
+        "from the scenario files, not from a mechanism; a variant that breaks two such premises has two, dropped "
+        "together by one draw). A *false allow* is an effect released although the "
+        "oracle (BLOCK) forbids it (`analysis/revalidation_counting.py`, the one definition). Share of executions "
+        "whose change touches a critical edge: "
         + (f"{critical.min():.3f}" if critical.min() == critical.max() else f"{critical.min():.3f}–{critical.max():.3f} by row")
         + "; the share whose critical edge matters (still missing after "
         "linking) is measured per row, and the expectation is p × that share. A mechanism that trusts the graph "
@@ -133,6 +156,7 @@ def report(tab: pd.DataFrame) -> Section:
         "the graph. Exact and conservative linking run on the same seeds, so their false allows are paired.\n\n"
         "**Does the rate track p?**\n\n" + markdown_table(check) + "\n"
         "**What conservative linking costs** (every recorded read linked to every premise; paper: "
-        f"\"{ref.get('claim_conservative', 'no number published')}\"):\n\n" + markdown_table(cost_view)
+        f"\"{ref.get('claim_conservative', 'no number published')}\"):\n\n" + markdown_table(cost_view) + "\n"
+        "**Per workload** (the table's rows beside the totals, `workload = all`):\n\n" + markdown_table(by_workload)
     )
     return Section("revalidation_omission", "Dependency omission: false-allow rate vs omission probability", rows, notes)

@@ -1,43 +1,25 @@
-"""Table ``revalidation_outcomes``: controlled outcomes per mechanism × mutation class (ATR paper Table 3).
+"""Table ``revalidation_outcomes``: controlled outcomes per workload × mechanism × mutation class (ATR paper Table 3).
 
-Counting (DESIGN.md, "Counting"; the report states it):
-
-- an **invalid effect** is an effect released although the oracle says
-  REFRESH, REPLAN or BLOCK and the mechanism did not do what it says (for a
-  REFRESH oracle: released with the stale payload, i.e. outcome KEEP);
-- a **false allow** is an invalid effect whose oracle is REPLAN or BLOCK:
-  the action should not have happened at all (a subset of invalid effects);
-- a **false block** is REPLAN or BLOCK where the oracle says KEEP or REFRESH;
-- an **unnecessary replan** is REPLAN where the oracle says KEEP (the paper's
-  "safe changes");
-- **premises per change** is premises evaluated / changes applied, averaged.
+One row per workload × mechanism × mutation class, beside the totals: the
+rows whose ``workload`` is ``all`` sum every workload, the rows whose
+``mutation_class`` is ``all`` sum every class.  The counting rules (invalid
+effects, false allows, false blocks, unnecessary replans, oracle agreement,
+premises per change) live in :mod:`analysis.revalidation_counting`; the
+report states them.
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from analysis.reference import paper_value, reference
-from analysis.report import Section, row
-from vocabulary.revalidation import MUTATION_CLASSES, Outcome
+from analysis.report import Section, markdown_table, row
+from analysis.revalidation_counting import NOTES, order_with_all, plural, run_counts, with_all, with_counts
+from vocabulary.revalidation import MUTATION_CLASSES
 
-COLUMNS = ["mechanism", "mutation_class", "executions", "oracle_agreement", "false_allows", "false_blocks",
-           "invalid_effects", "unnecessary_replans", "premises_per_change"]
-RANK = {o.name: int(o) for o in Outcome}
-
-
-def classify(records: pd.DataFrame) -> pd.DataFrame:
-    """Per-execution booleans of the counting rules above."""
-    outcome, oracle = records["outcome"].map(RANK), records["oracle"].map(RANK)
-    released = records["released"].astype(bool)
-    return pd.DataFrame({
-        "mechanism": records["mechanism"], "mutation_class": records["mutation_class"],
-        "agree": outcome == oracle,
-        "false_allow": released & (oracle >= Outcome.REPLAN),
-        "false_block": (outcome >= Outcome.REPLAN) & (oracle <= Outcome.REFRESH),
-        "invalid_effect": released & (oracle > outcome),
-        "unnecessary_replan": (outcome == Outcome.REPLAN) & (oracle == Outcome.KEEP),
-        "premises_per_change": records["premises_evaluated"] / records["changes"],
-    })
+KEYS = ["workload", "mechanism", "mutation_class"]
+COLUMNS = [*KEYS, "executions", "oracle_agreement", "false_allows", "false_blocks", "invalid_effects",
+           "unnecessary_replans", "premises_per_change"]
+COUNT_COLUMNS = ["false_allows", "false_blocks", "invalid_effects", "unnecessary_replans"]
 
 
 def _aggregate(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -54,41 +36,52 @@ def _aggregate(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
-    c = classify(records)
-    per_class = _aggregate(c, ["mechanism", "mutation_class"])
-    total = _aggregate(c, ["mechanism"]).assign(mutation_class="all")
-    mech_order = list(dict.fromkeys(records["mechanism"]))
-    seen = set(records["mutation_class"])
-    class_order = [c for c in MUTATION_CLASSES if c in seen] + sorted(seen - set(MUTATION_CLASSES)) + ["all"]
-    out = pd.concat([per_class, total], ignore_index=True)[COLUMNS]
-    out["mechanism"] = pd.Categorical(out["mechanism"], mech_order, ordered=True)
-    out["mutation_class"] = pd.Categorical(out["mutation_class"], class_order, ordered=True)
-    out = out.sort_values(["mechanism", "mutation_class"]).reset_index(drop=True)
-    return out.astype({"mechanism": str, "mutation_class": str})
+    frame = with_all(with_counts(records, KEYS), ["workload", "mutation_class"])
+    out = _aggregate(frame, KEYS)[COLUMNS]
+    seen = list(dict.fromkeys(records["mutation_class"]))
+    classes = [c for c in MUTATION_CLASSES if c in seen] + [c for c in seen if c not in MUTATION_CLASSES] + ["all"]
+    out["workload"] = pd.Categorical(out["workload"], order_with_all(records["workload"]), ordered=True)
+    out["mechanism"] = pd.Categorical(out["mechanism"], list(dict.fromkeys(records["mechanism"])), ordered=True)
+    out["mutation_class"] = pd.Categorical(out["mutation_class"], classes, ordered=True)
+    out = out.sort_values(KEYS).reset_index(drop=True)
+    return out.astype({"workload": str, "mechanism": str, "mutation_class": str, **dict.fromkeys(COUNT_COLUMNS, int)})
 
 
-def report(tab: pd.DataFrame) -> Section:
+def totals(tab: pd.DataFrame) -> pd.DataFrame:
+    """The rows over every workload and every class: one per mechanism."""
+    return tab[(tab["workload"] == "all") & (tab["mutation_class"] == "all")]
+
+
+def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     ref = reference("revalidation_outcomes")
     paper_n = ref.get("executions_per_mechanism")
     rows = []
-    for _, t in tab[tab["mutation_class"] == "all"].iterrows():
+    for _, t in totals(tab).iterrows():
         m, n = t["mechanism"], int(t["executions"])
         rows.append(row(f"{m}: executions", n, paper_n, "count"))
         agreement = paper_value("revalidation_outcomes", mechanism=m, metric="oracle_agreement")
         rows.append(row(f"{m}: oracle agreement", t["oracle_agreement"], agreement and agreement["value"], "share"))
-        for metric in ("false_allows", "false_blocks", "invalid_effects", "unnecessary_replans"):
+        for metric in COUNT_COLUMNS:
             p = paper_value("revalidation_outcomes", mechanism=m, metric=metric)
             rows.append(row(f"{m}: {metric.replace('_', ' ')}", int(t[metric]), p and p["value"], "count",
                             ours_of=n, paper_of=paper_n))
+    counts = run_counts(records)
+    per_workload = tab[(tab["workload"] != "all") & (tab["mutation_class"] == "all")]
+    view = pd.DataFrame({
+        "workload": per_workload["workload"], "mechanism": per_workload["mechanism"],
+        "executions": per_workload["executions"],
+        "oracle agreement": per_workload["oracle_agreement"].map(lambda x: f"{100 * x:.2f}%"),
+        **{c.replace("_", " "): per_workload[c] for c in COUNT_COLUMNS},
+    })
     notes = (
-        "Counts are computed from this run's records (one per execution). An *invalid effect* is an effect "
-        "released although the oracle says REFRESH (released with the stale payload), REPLAN or BLOCK; a "
-        "*false allow* is the part of those whose oracle is REPLAN or BLOCK; a *false block* is REPLAN or BLOCK "
-        "where the oracle says KEEP or REFRESH; an *unnecessary replan* is REPLAN where the oracle says KEEP "
-        "(the paper's \"safe changes\" are the KEEP cases). The oracle is each mutation's declared outcome "
-        "in its scenario file and does not depend on the schedule (schedule s7's first change is one the case's "
-        "oracle dominates; see `scenarios/schedules.toml`). The 15 mutation cases and 7 schedules are the lab's "
-        "declarations where the paper is silent. Where the run is smaller than the paper's, counts are compared "
-        "as shares."
+        f"This run: {plural(counts['workloads'], 'workload')} × {plural(counts['mutation_classes'], 'mutation class')} "
+        f"= {plural(counts['mutation_cases'], 'mutation case')}, under {plural(counts['schedules'], 'schedule')}, "
+        f"{plural(counts['mechanisms'], 'mechanism')}, {counts['executions']:,} executions in all; counts are computed "
+        "from this run's records (one per execution). " + NOTES + " The oracle does not depend on the schedule "
+        "(schedule s7's first change is one the case's oracle dominates, and the loader checks every such pair; see "
+        "`scenarios/schedules.toml`). The workloads, their mutation cases and the schedules are the lab's "
+        "declarations where the paper is silent. Where the run is smaller than the paper's, counts are compared as "
+        "shares. The table has a row per workload beside the totals (`workload = all`).\n\n"
+        "**Per workload** (every mutation class):\n\n" + markdown_table(view)
     )
     return Section("revalidation_outcomes", "Controlled outcomes of the four mechanisms", rows, notes)

@@ -13,12 +13,13 @@ defined from scenario data only (never from a mechanism's output): the edge
 (changed field -> premise) where the change writes the field, the premise's
 evidence includes it, and the premise's declared rule fails on the changed
 state with a severity that forbids release (REPLAN or BLOCK).  Every
-blocking variant of the built-in workloads has exactly one such edge, and
-its field feeds no other premise, so dropping it also drops the field's
-token: ATR neither re-evaluates the premise nor lets the target's
-compare-and-set notice the write.  Where a change has several critical
-edges, one draw drops them all (the paper's "sole" edge generalised; the
-records count them).
+single-field blocking variant of the built-in workloads has exactly one such
+edge, and its field feeds no other premise, so dropping it also drops the
+field's token: ATR neither re-evaluates the premise nor lets the target's
+compare-and-set notice the write.  The two-severity blocking variants
+(a BLOCK and a REPLAN premise failing at once) have two critical edges; one
+draw drops them all (the paper's "sole" edge generalised; the records count
+them), so the change stays hidden exactly when the fault fires.
 
 **The mitigation.**  Conservative linking, the paper's answer when
 attribution is uncertain ("links supplied inputs conservatively"), links

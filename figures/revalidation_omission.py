@@ -19,14 +19,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter  # noqa: E402
 
-from analysis.revalidation_omission import cost  # noqa: E402
+from analysis.revalidation_omission import cost, totals  # noqa: E402
 from figures.save import save  # noqa: E402
 
 COLORS = {"exact": "#c0392b", "conservative": "#2a7ab0"}
 MARKERS = ["o", "s", "^", "D", "v"]
 
 
-def draw(table: pd.DataFrame, out: Path) -> list[Path]:
+def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
+    table = totals(table)  # every workload together; the per-workload rows are in the table and the report
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     mechanisms = list(dict.fromkeys(table["mechanism"]))
     for m, mech in enumerate(mechanisms):

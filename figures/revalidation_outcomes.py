@@ -1,8 +1,9 @@
 """Figure ``revalidation_outcomes``: outcome shares per mechanism and mutation class (ATR paper §5.1).
 
-One panel per mechanism; per mutation class a stacked bar of the outcomes
-the mechanism gave (KEEP, REFRESH, REPLAN, BLOCK), hatched where the effect
-was released although the oracle said otherwise.  The oracle outcome is
+One panel per mechanism; per mutation class (all workloads) a stacked bar of
+the outcomes the mechanism gave (KEEP, REFRESH, REPLAN, BLOCK), hatched over
+the share of invalid effects (the counting rule of
+:mod:`analysis.revalidation_counting`).  The oracle outcome is
 printed above each bar.
 """
 from __future__ import annotations
@@ -15,14 +16,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis.revalidation_outcomes import classify  # noqa: E402
+from analysis.revalidation_counting import classify  # noqa: E402
 from vocabulary.revalidation import MUTATION_CLASSES  # noqa: E402
 from figures.save import save  # noqa: E402
 
 COLORS = {"KEEP": "#4c9a2a", "REFRESH": "#8fbcd4", "REPLAN": "#f0a030", "BLOCK": "#c0392b"}
 
 
-def draw(records: pd.DataFrame, out: Path) -> list[Path]:
+def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
     mechanisms = list(dict.fromkeys(records["mechanism"]))
     seen = set(records["mutation_class"])
     classes = [c for c in MUTATION_CLASSES if c in seen] + sorted(seen - set(MUTATION_CLASSES))

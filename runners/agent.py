@@ -66,6 +66,8 @@ class Release:
     commit_attempts: int
     validation_ns: int
     failed: tuple[str, ...]
+    #: the released payload differs from the one the state it landed on gives (read just before the commit)
+    payload_stale: bool = False
 
 
 def release(txn: AgentTransaction, store: Store, mechanism, between_check_and_commit=None) -> Release:
@@ -87,7 +89,8 @@ def release(txn: AgentTransaction, store: Store, mechanism, between_check_and_co
             between_check_and_commit()
         attempts += 1
         payload = txn.payload()
+        stale = payload != txn.payload(store.value)  # the state the effect lands on, before the effect's own write
         if store.commit(v.tokens, txn.intent.effect):
-            return Release(v.outcome, True, payload, premises, validations, attempts, ns, v.failed)
+            return Release(v.outcome, True, payload, premises, validations, attempts, ns, v.failed, stale)
         if attempts >= MAX_COMMIT_ATTEMPTS:
             return Release(Outcome.BLOCK, False, None, premises, validations, attempts, ns, ("commit_refused",))

@@ -158,7 +158,8 @@ def test_atr_and_fullscan_agree_with_the_oracle(records):
 
 def test_atr_evaluates_fewer_premises_than_fullscan_in_every_cell_with_the_same_outcomes(records):
     tab = analysis.table(records)
-    per_cell = tab[tab["cell"] != "all"].pivot(index="cell", columns="mechanism", values="premises_per_change")
+    per_cell = analysis.cells_only(tab).pivot(index="cell", columns="mechanism", values="premises_per_change")
+    assert len(per_cell) == 10
     assert (per_cell["ATR"] < per_cell["FullScan"]).all(), per_cell
     same, paired = analysis.same_outcomes(records, "ATR", "FullScan")
     assert same == paired == 10 * 3
@@ -170,14 +171,21 @@ def test_nocheck_releases_every_invalid_effect(records):
     tab = analysis.table(records).set_index(["cell", "mechanism"])
     invalid = (sub["oracle"] != "KEEP").sum()
     assert invalid > 0 and tab.loc[("all", "NoCheck"), "invalid_effects"] == invalid
-    assert tab.loc[("all", "ATR"), "invalid_effects"] == 0
+    assert tab.loc[("all", "NoCheck"), "false_allows"] == sub["oracle"].isin(["REPLAN", "BLOCK"]).sum()
+    # counted from what was released: the presentation cells' payloads were stale
+    assert sub.loc[sub["oracle"] == "REFRESH", "payload_stale"].all()
+    assert tab.loc[("all", "ATR"), "invalid_effects"] == 0 and tab.loc[("all", "FullScan"), "invalid_effects"] == 0
+    refreshed = records[(records["oracle"] == "REFRESH") & records["mechanism"].isin(["ATR", "FullScan"])]
+    assert refreshed["released"].all() and not refreshed["payload_stale"].any()
 
 
 def test_table_and_report(records):
     tab = analysis.table(records)
     assert {"cell", "mechanism", "executions", "oracle_agreement", "premises_per_change"} <= set(tab.columns)
-    total = tab[tab["cell"] == "all"].set_index("mechanism")
+    total = analysis.totals(tab)
     assert total.loc["ATR", "executions"] == 30 and total.loc["ATR", "oracle_agreement"] == 1
+    per_workload = tab[(tab["workload"] != "all") & (tab["mutation_class"] == "all")].set_index(["workload", "mechanism"])
+    assert per_workload.loc[("refund", "ATR"), "executions"] == 15 and per_workload.loc[("refund", "ATR"), "cell"] == "refund/all"
     section = analysis.report(tab, records)
     rows = {r["metric"]: r for r in section.rows}
     assert rows["ATR: premises per resumed change"]["paper"] == "0.6"
@@ -185,3 +193,4 @@ def test_table_and_report(records):
     assert rows["ATR: executions agreeing with the oracle, all cells"]["ours"].startswith("30 of 30")
     least = next(r for m, r in rows.items() if m.startswith("ATR: executions agreeing with the oracle, least"))
     assert least["ours"].startswith("3 of 3") and least["paper"].startswith("100 of 100")
+    assert "The 10 cells are the lab's choice" in section.notes and "2 workloads (**refund**, **procurement**)" in section.notes

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from analysis.records import load_records
-from analysis.revalidation_omission import table
+from analysis.revalidation_counting import classify
+from analysis.revalidation_omission import report, table, totals
 from faults.omission import LINKINGS, DependencyOmission, critical_edges, drop
 from runners.cli import main
 from runners.experiment import Options
@@ -17,11 +18,14 @@ EXPERIMENT = RevalidationOmission()
 
 
 def run(rate: float, repetitions: int = 4, mechanisms: tuple[str, ...] | None = None, seed: int = 3) -> pd.DataFrame:
-    """Every cell of the grid at one rate, in-process; records with the cell's parameters."""
+    """Every cell of the grid at one rate, in-process; records with the cell's parameters, and the false
+    allows as the analysis counts them (the runner records what happened, never a count)."""
     options = Options(mechanisms=mechanisms, extra={"rates": [rate], "repetitions": repetitions})
     frames = [pd.DataFrame(EXPERIMENT.run_cell(cell, options)).assign(**cell.p)
               for cell in EXPERIMENT.cells("quick", seed, options)]
-    return pd.concat(frames, ignore_index=True)
+    records = pd.concat(frames, ignore_index=True)
+    assert "false_allow" not in records  # one definition, in analysis/revalidation_counting.py
+    return records.assign(false_allow=classify(records)["false_allow"])
 
 
 def test_the_critical_edge_comes_from_the_scenario():
@@ -86,9 +90,17 @@ def test_the_fault_always_draws_once_from_the_execution_rng():
 
 def test_the_measured_rate_lies_in_the_binomial_interval_of_its_expectation():
     records = run(0.3, repetitions=30)  # 21 cells x 30 = 630 executions per linking, seeded
-    tab = table(records).set_index("linking")
+    full = table(records)
+    tab = totals(full).set_index("linking")
     exact = tab.loc["exact"]
     assert exact.executions == 630 and exact.exposed_share == 1.0
+    per_workload = full[full.workload != "all"]  # per-workload rows beside the totals, summing to them
+    assert set(per_workload.workload) == {"refund", "cloud_remediation", "procurement"}
+    assert per_workload.groupby("linking")["false_allows"].sum()["exact"] == exact.false_allows
+    assert per_workload.groupby("linking")["executions"].sum()["exact"] == 630
+    section = report(full, records)
+    assert "3 workloads (" in section.notes and "under 7 schedules; 1,260 executions in all" in section.notes
+    assert "**Per workload**" in section.notes
     assert exact.expected_rate == pytest.approx(0.3)
     assert exact.within_expected and exact.expected_low < exact.false_allow_rate < exact.expected_high
     assert exact.ci_low < 0.3 < exact.ci_high
@@ -104,9 +116,12 @@ def test_sweep_omission_writes_records_table_and_report(tmp_path):
     assert sorted(records.rate.unique()) == [0.0, 0.5] and len(records) == 2 * 2 * 21 * 3
     tab = pd.read_csv(out / "tables" / "revalidation_omission.csv")
     assert set(tab.linking) == {"exact", "conservative"} and tab.false_allows[tab.rate == 0].sum() == 0
+    assert set(tab.workload) == {"all", "refund", "cloud_remediation", "procurement"}
     report = (out / "report.md").read_text()
     assert "Dependency omission" in report and "p = 50%" in report
     assert (out / "figures" / "revalidation_omission.png").exists()
-    with pytest.raises(SystemExit) as bad:  # an impossible rate: one-line error, exit 2, nothing written
-        main(["sweep", "omission", "--rates", "0,1.5", "--out", str(tmp_path / "bad")])
-    assert bad.value.code == 2 and not (tmp_path / "bad").exists()
+    try:  # an impossible rate: one-line error, exit 2, nothing written
+        code = main(["sweep", "omission", "--rates", "0,1.5", "--out", str(tmp_path / "bad")])
+    except SystemExit as exc:  # argparse's own exit
+        code = exc.code
+    assert code == 2 and not (tmp_path / "bad").exists()

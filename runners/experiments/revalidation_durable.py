@@ -48,6 +48,7 @@ from pathlib import Path
 from mechanisms import resolve
 from runners.agent import checkpoint, decide, release, resume
 from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
+from runners.experiments.revalidation_outcomes import artifact
 from runners.processes import StepServer, fork_call as fork_step  # noqa: F401 - the generic helpers live there now
 from runners.sqlite_store import SqliteStore, connect
 from scenarios.workload import Workload, load_workloads, parse_workload
@@ -103,8 +104,7 @@ def resume_and_release(folder: str, rep: int, workload_path: str, mechanism_name
     with SqliteStore(business_db(folder, rep)) as store:
         txn = resume(blob, workload)
         r = release(txn, store, mechanism)
-        stale = r.released and r.payload != txn.payload(store.value)
-    row = {"outcome": r.outcome.name, "released": r.released, "payload_stale": bool(stale),
+    row = {"outcome": r.outcome.name, "released": r.released, "payload_stale": r.released and r.payload_stale,
            "premises_evaluated": r.premises_evaluated, "validations": r.validations,
            "commit_attempts": r.commit_attempts, "validation_us": r.validation_ns / 1000.0,
            "failed": ",".join(r.failed), "checkpoint_bytes": len(blob.encode())}
@@ -173,6 +173,7 @@ class RevalidationDurable(Experiment):
     name = "revalidation_durable"
     family = "revalidation"
     description = "durable SQLite cells: decide + checkpoint, second actor, resume + validate, 3 processes each"
+    artifacts = (artifact("revalidation_durable"),)
 
     def check(self, options: Options) -> None:
         workloads = load_workloads(tuple(options.scenario_dirs))

@@ -7,16 +7,22 @@ executions per mechanism).  An execution builds the workload's state in a
 mutation at the schedule's lifecycle point, and asks the mechanism to
 validate before the effect is committed under its tokens.  The seed of a
 repetition does not depend on the mechanism, so every mechanism sees the
-same variants.  The oracle is the mutation's declared outcome.
+same variants.  The oracle is the mutation's declared outcome, which the
+loader proved is the one its rules imply, alone and after s7's prelude
+(:mod:`scenarios.oracle`).  Records say what happened (outcome, released,
+payload_stale...); the counts are made in :mod:`analysis.revalidation_counting`.
 """
 from __future__ import annotations
 
+import importlib
 import random
 
+from analysis.artifact import Artifact
 from mechanisms import resolve
 from runners.agent import checkpoint, decide, release, resume
 from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
 from runners.stores import MemoryStore
+from scenarios.oracle import prelude_class
 from scenarios.schedules import load_schedules
 from scenarios.workload import Workload, load_workloads
 from vocabulary.revalidation import MUTATION_CLASSES, Outcome
@@ -26,8 +32,11 @@ REPETITIONS = {"quick": 20, "paper": 2000}
 
 
 def dominated_prelude(workload: Workload, oracle: Outcome) -> str:
-    """Schedule s7's first change: the strongest class the case's oracle still dominates."""
-    return "irrelevant" if oracle is Outcome.KEEP else "presentation"
+    """Schedule s7's first change: the strongest class the case's oracle still dominates.
+
+    The rule lives in :func:`scenarios.oracle.prelude_class`, so that the loader proves, for every
+    prelude + variant pair, that the oracle does not depend on the schedule."""
+    return prelude_class(oracle)
 
 
 def pick_changes(workload: Workload, mutation_class: str, schedule, rng: random.Random) -> tuple[int, list]:
@@ -64,20 +73,44 @@ def run_execution(workload: Workload, mutation_class: str, schedule, mechanism, 
     """One controlled execution; returns its record (without the cell's key columns)."""
     variant, changes = pick_changes(workload, mutation_class, schedule, random.Random(seed))
     r, txn, store = run_schedule(workload, changes, schedule, mechanism)
-    stale = r.released and r.payload != txn.payload(store.value)
     return {
         "variant": variant, "oracle": workload.mutations[mutation_class].oracle.name, "outcome": r.outcome.name,
-        "released": r.released, "payload_stale": bool(stale),
+        "released": r.released, "payload_stale": r.released and r.payload_stale,
         "premises_evaluated": r.premises_evaluated, "changes": sum(len(v) for v in changes),
         "validations": r.validations, "commit_attempts": r.commit_attempts,
         "validation_us": r.validation_ns / 1000.0,
     }
 
 
+def lazy(dotted: str):
+    """``module:function`` called on first use, so that running cells never imports pandas' plotting stack."""
+    module, _, attr = dotted.partition(":")
+
+    def call(*args):
+        return getattr(importlib.import_module(module), attr)(*args)
+
+    call.__name__ = call.__qualname__ = attr
+    call.__doc__ = f"{dotted}, imported on first use"
+    return call
+
+
+def artifact(name: str) -> Artifact:
+    """The revalidation artifact ``name``: analysis/<name>.py (table, report) and figures/<name>.py (draw)."""
+    return Artifact(name, table=lazy(f"analysis.{name}:table"), report=lazy(f"analysis.{name}:report"),
+                    draw=lazy(f"figures.{name}:draw"))
+
+
 class RevalidationOutcomes(Experiment):
     name = "revalidation_outcomes"
     family = "revalidation"
-    description = "controlled outcomes: 3 workloads x 5 mutation classes x 7 schedules per mechanism"
+    description = "controlled outcomes: workloads x 5 mutation classes x 7 schedules per mechanism"
+    artifacts = (artifact("revalidation_outcomes"),)
+    compare = True
+
+    def compare_table(self, table):
+        """`driftlab compare` prints the totals over every workload and class, one row per mechanism."""
+        rows = table[(table["workload"] == "all") & (table["mutation_class"] == "all")]
+        return rows.drop(columns=["workload", "mutation_class"])
 
     def check(self, options: Options) -> None:
         load_workloads(tuple(options.scenario_dirs))
