@@ -9,8 +9,9 @@ inheritance in front of it:
    opaque policy: ``abort`` refuses it, ``capture`` binds the captured
    response and replays it, ``taint`` serves it live and taints the manifest);
 4. **C1**: the candidate must satisfy the declared contracts with every
-   version bound so far; else the newest retained version that does; else
-   the resolution is refused (abort).
+   version bound so far, and every version it requires of an identity not
+   yet bound must still exist (dependency closure); else the newest
+   retained version that does; else the resolution is refused (abort).
 
 ``admit_merge`` is the continuation manager's merge admission: with **I0**
 every merge is admitted; with I1 a merge is admitted only if the branch
@@ -28,7 +29,7 @@ from __future__ import annotations
 from typing import ClassVar, NamedTuple, Sequence
 
 from mechanisms.isolation.merge import validate_delta, validate_union
-from vocabulary.isolation import Guarantees, Manifest, Registry, ref
+from vocabulary.isolation import Contract, Guarantees, Manifest, Registry, ref
 
 
 class Resolution(NamedTuple):
@@ -107,7 +108,7 @@ class Profile:
         """C1: ``candidate`` if it satisfies the contracts with every bound version, else a retained one, else refuse."""
         contracts = registry.contracts
         bound = manifest.bindings
-        broken = contracts.violation(bound, identity, candidate)
+        broken = contracts.violation(bound, identity, candidate) or self.unavailable(identity, candidate, bound, registry)
         if broken is None:
             manifest.bind(identity, candidate)
             return Resolution(candidate, "live", checks=1)
@@ -116,11 +117,19 @@ class Profile:
             if v == candidate:
                 continue
             checks += 1
-            if contracts.violation(bound, identity, v) is None:
+            if contracts.violation(bound, identity, v) is None and self.unavailable(identity, v, bound, registry) is None:
                 manifest.bind(identity, v)
                 return Resolution(v, "retained", checks=checks)
         return Resolution(None, "refused", f"{ref(identity, candidate)} would violate '{broken}' and no retained "
                                            f"version of {identity} satisfies the contracts", checks)
+
+    @staticmethod
+    def unavailable(identity: str, version: int, bound, registry: Registry) -> Contract | None:
+        """Dependency closure: a requirement of ``identity@version`` on an unbound identity must still exist."""
+        for other, need in registry.contracts.requirements.get((identity, version), ()):
+            if other not in bound and not registry.exists(other, need):
+                return Contract(identity, version, other, need)
+        return None
 
     def opaque(self, manifest: Manifest, identity: str, registry: Registry) -> Resolution:
         """S1 meets a resource that cannot be versioned: abort, capture-and-replay, or serve live and taint."""
