@@ -125,7 +125,8 @@ class Runtime:
 
     def spawn(self, wid: str, child: str, relation: str) -> None:
         w = self._live(wid)
-        if w is None:
+        if w is None:  # the parent was aborted: the continuation never runs, its steps are skipped
+            self.workflows.setdefault(child, Workflow(child, None, wid, relation, "aborted"))
             return
         if child in self.workflows:
             raise ValueError(f"workflow {child!r} already exists")

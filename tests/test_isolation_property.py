@@ -95,7 +95,7 @@ def run(steps, profile: str):
     return judge(to_history(rt.ops, history_meta(reg, CONTRACTS)))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(programs())
 def test_ssi_never_yields_a_flagged_history(steps):
     results = run(steps, "SSI")
