@@ -21,7 +21,7 @@ from analysis.artifact import Artifact
 from faults import concurrent_resume
 from runners import resume_common as rc
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, derive_seed
-from runners.experiments.revalidation_outcomes import lazy
+from runners.resume_common import lazy
 from runners.resume_cells import Recorder, setup_backend
 from runners.resume_procs import RacerPool, build
 from scenarios.resume import by_kind

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from analysis.artifact import Artifact
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options
-from runners.experiments.revalidation_outcomes import lazy
+from runners.resume_common import lazy
 from runners import resume_common as rc
 
 REPETITIONS = {"quick": 1, "paper": 3}
