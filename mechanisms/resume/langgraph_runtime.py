@@ -11,8 +11,9 @@ What LangGraph does is left to LangGraph:
   ``GraphSpec`` (one LangGraph node per node; ``interrupt`` inside the
   interrupt node); node bodies are the interface's ``run_node`` (effects in
   the family's ledger, a separate store);
-- checkpoints: LangGraph's own ``SqliteSaver`` (``<location>/<ns>lg.sqlite``)
-  or ``PostgresSaver`` (schema ``<ns>``), sync or async (``saver_mode``);
+- checkpoints: LangGraph's own ``SqliteSaver`` (``<location>/<ns>lg.sqlite``,
+  ``synchronous=NORMAL`` as the lab's own stores) or ``PostgresSaver``
+  (schema ``<ns>``), sync or async (``saver_mode``);
 - ``start`` = ``invoke(input)``; ``resume`` = ``invoke(Command(resume=v))``
   on the thread head, or with ``checkpoint_id`` in the config (the addressed
   form); ``recover`` = ``invoke(None)`` in a fresh process; ``fork`` = a new
@@ -61,6 +62,10 @@ from mechanisms.resume.langgraph_guard import GUARDED, ResumeRefused
 from mechanisms.resume.langgraph_schema import InvalidState
 from vocabulary.resume import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,
                                FAILED, PARKED, PARKED_POINT, REFUSED, Backend, Checkpoint, GraphSpec, Status)
+
+#: as the lab's own stores (mechanisms/resume/store.py): WAL with synchronous=NORMAL survives a SIGKILL of the
+#: process (only a power loss can drop the newest commits), and LangGraph's savers set WAL themselves
+SQLITE_SYNCHRONOUS = "PRAGMA synchronous = NORMAL"
 
 _POINTED: dict[type, type] = {}
 
@@ -114,11 +119,13 @@ class LangGraphRuntime(DurableRuntime):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             if self._aloop is None:
                 self._conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+                self._conn.execute(SQLITE_SYNCHRONOUS)
                 saver = cls(self._conn, **kwargs)
             else:
                 import aiosqlite
 
                 self._conn = self._run(aiosqlite.connect(path, timeout=30))
+                self._run(self._conn.execute(SQLITE_SYNCHRONOUS))
                 saver = self._run(self._construct(cls, self._conn, kwargs))
         else:
             import psycopg
