@@ -69,19 +69,22 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         t = t.sort_values("delta")
         if len(t) > 1:
             growth.append({"operation": kind, "grows with": "delta per branch (128 x 16)",
-                           "points": ", ".join(f"{d}: {v:.1f}" for d, v in zip(t["delta"], t["p95_us"])),
-                           "log-log slope": f"{_slope(t['delta'], t['p95_us']):.2f}"})
+                           "points (p95)": ", ".join(f"{d}: {v:.1f}" for d, v in zip(t["delta"], t["p95_us"])),
+                           "slope p95": f"{_slope(t['delta'], t['p95_us']):.2f}",
+                           "slope p50": f"{_slope(t['delta'], t['p50_us']):.2f}"})
         t = records[(records["kind"] == kind) & (records["branches"] == 16) & (records["delta"] == 2)]
         t = t.sort_values("identities")
         if len(t) > 1:
             growth.append({"operation": kind, "grows with": "identities (16 branches, delta 2)",
-                           "points": ", ".join(f"{n}: {v:.1f}" for n, v in zip(t["identities"], t["p95_us"])),
-                           "log-log slope": f"{_slope(t['identities'], t['p95_us']):.2f}"})
+                           "points (p95)": ", ".join(f"{n}: {v:.1f}" for n, v in zip(t["identities"], t["p95_us"])),
+                           "slope p95": f"{_slope(t['identities'], t['p95_us']):.2f}",
+                           "slope p50": f"{_slope(t['identities'], t['p50_us']):.2f}"})
     t = records[records["kind"] == "resolve_bound"].sort_values("identities")
     if len(t) > 1:
         growth.append({"operation": "resolve_bound", "grows with": "identities",
-                       "points": ", ".join(f"{n}: {v:.2f}" for n, v in zip(t["identities"], t["p95_us"])),
-                       "log-log slope": f"{_slope(t['identities'], t['p95_us']):.2f}"})
+                       "points (p95)": ", ".join(f"{n}: {v:.2f}" for n, v in zip(t["identities"], t["p95_us"])),
+                       "slope p95": f"{_slope(t['identities'], t['p95_us']):.2f}",
+                       "slope p50": f"{_slope(t['identities'], t['p50_us']):.2f}"})
     notes = ("Measured with pytest-benchmark (`benchmarks/bench_isolation.py`; its JSON is kept under `benchmarks/` "
              "in this run folder): one call per round, p50/p95 over the rounds' raw samples, metadata processing "
              "only, as in the paper. Merge validation works on what forking gives: every branch carries the "
@@ -89,6 +92,7 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
              "fingerprints agree only the deltas are unioned and only contracts mentioning a delta identity are "
              "checked. The union baseline rebuilds the union of every branch's full bindings. Absolute microseconds "
              "depend on the machine and CPython; the paper's column is its own prototype on a laptop. "
-             + " ".join(claims) + "\n\nHow the cost grows (p95 in µs; slope 0 = flat, 1 = linear):\n\n"
+             + " ".join(claims) + " Tails (p95) on a shared machine carry other processes' noise; the p50 slopes are the "
+             "steadier reading of the shape.\n\nHow the cost grows (µs; log-log slopes, 0 = flat, 1 = linear):\n\n"
              + (markdown_table(pd.DataFrame(growth)) if growth else "(one point per series in this profile)\n"))
     return Section("isolation_microbench", "Resolution and merge-validation latency (paper §5.3)", rows, notes)

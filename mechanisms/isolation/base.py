@@ -20,6 +20,16 @@ bindings" is profile-relative (S1: two versions of one identity conflict;
 S0: they do not) -- see ``vocabulary.isolation``.  Contracts and closure are
 checked whenever I1 holds; a tainted branch is refused.
 
+Link to the trace predicates (the reviewers' request for a lemma): sticky
+bindings make every resolution of a bound identity return the bound version
+(no read skew); the C1 check runs against every binding the manifest holds,
+inherited ones included, which is the checker's view (no compatibility
+skew); inherited obligations are returned before anything else (no context
+escape); merge admission under S1 and I1 is exactly the existence of an
+admissible common extension (no merge skew).  ``tests/test_isolation_property.py``
+checks this executably on random programs (it found the dependency-closure
+check above missing; the fix is in ``compatible``).
+
 Subclasses set ``name`` and ``guarantees``; a user's profile can override
 any of the four protocol methods.  The hot path (a bound identity) is two
 dict lookups, because the microbenchmark times it.
