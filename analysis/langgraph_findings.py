@@ -152,19 +152,26 @@ def note(faults: pd.DataFrame | None = None, concurrency: pd.DataFrame | None = 
 
 
 def overhead_ratios(benchmark_json: dict) -> pd.DataFrame:
-    """Guard / stock ratios of the median times per backend and operation (``bench_langgraph_guard.py``'s JSON).
+    """Guard / stock ratios per backend and operation (``bench_langgraph_guard.py``'s JSON).
 
-    Medians are taken over the repetitions' medians, both savers from the same
-    session; ``ratio`` is guard / stock (the aim is at most 1.15).
+    Each repetition times both savers back to back; its ratio is the guard's
+    median over the stock saver's median, so drift of a shared machine between
+    repetitions cancels.  ``ratio`` is the median of the repetitions' ratios
+    (``ratio_min``/``ratio_max`` their spread); ``stock_us``/``guard_us`` the
+    medians of the repetitions' medians.  The aim is a ratio of at most 1.15.
     """
     rows = [{**b["extra_info"], "median_us": b["stats"]["median"] * 1e6} for b in benchmark_json.get("benchmarks", [])
             if "saver" in b.get("extra_info", {})]
+    cols = ["backend", "operation", "stock_us", "guard_us", "ratio", "ratio_min", "ratio_max", "repetitions"]
     if not rows:
-        return pd.DataFrame(columns=["backend", "operation", "stock_us", "guard_us", "ratio"])
-    med = pd.DataFrame(rows).groupby(["backend", "operation", "saver"])["median_us"].median().unstack("saver")
-    out = med.rename(columns={"stock": "stock_us", "guard": "guard_us"}).reset_index()
-    out["ratio"] = out["guard_us"] / out["stock_us"]
-    return out[["backend", "operation", "stock_us", "guard_us", "ratio"]]
+        return pd.DataFrame(columns=cols)
+    per = pd.DataFrame(rows).pivot_table(index=["backend", "operation", "repetition"], columns="saver",
+                                         values="median_us").dropna().reset_index()
+    per["ratio"] = per["guard"] / per["stock"]
+    out = per.groupby(["backend", "operation"]).agg(stock_us=("stock", "median"), guard_us=("guard", "median"),
+                                                    ratio=("ratio", "median"), ratio_min=("ratio", "min"),
+                                                    ratio_max=("ratio", "max"), repetitions=("ratio", "size"))
+    return out.reset_index()[cols]
 
 
 def section(faults: pd.DataFrame | None, concurrency: pd.DataFrame | None) -> Section:

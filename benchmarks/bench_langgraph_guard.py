@@ -13,8 +13,8 @@ real SQLite file (WAL) and on PostgreSQL when it is reachable:
   node re-run with the value, its writes and checkpoint.
 
 ``analysis.langgraph_findings.overhead_ratios`` turns the JSON
-(``--benchmark-json``) into guard / stock ratios of the medians per backend
-and operation.  Run: ``pytest benchmarks/bench_langgraph_guard.py
+(``--benchmark-json``) into the median over repetitions of each
+repetition's guard / stock ratio, per backend and operation.  Run: ``pytest benchmarks/bench_langgraph_guard.py
 --benchmark-json out.json``.
 """
 from __future__ import annotations
@@ -101,8 +101,9 @@ def stores(tmp_path_factory):
                 admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
-POINTS = [(rep, backend, op, kind) for rep in range(3) for backend in ("sqlite", "postgres")
-          for op in ("step", "resume") for kind in ("stock", "guard")]
+REPETITIONS, ROUNDS = 7, 30
+POINTS = [(rep, backend, op, kind) for rep in range(REPETITIONS) for backend in ("sqlite", "postgres")
+          for op in ("step", "resume") for kind in (("stock", "guard") if rep % 2 == 0 else ("guard", "stock"))]
 
 
 @pytest.mark.parametrize("point", POINTS, ids=[f"{b}-{o}-{k}-r{r}" for r, b, o, k in POINTS])
@@ -119,7 +120,7 @@ def test_guard_overhead(benchmark, point, stores):
 
     if op == "step":
         benchmark.pedantic(lambda cfg: step_app.invoke({"n": 0, "v": ""}, cfg, durability="sync"),
-                           setup=lambda: ((fresh(),), {}), rounds=40, warmup_rounds=5)
+                           setup=lambda: ((fresh(),), {}), rounds=ROUNDS, warmup_rounds=3)
     else:
         def parked():
             cfg = fresh()
@@ -127,4 +128,4 @@ def test_guard_overhead(benchmark, point, stores):
             return (cfg,), {}
 
         benchmark.pedantic(lambda cfg: park_app.invoke(Command(resume="yes"), cfg, durability="sync"),
-                           setup=parked, rounds=40, warmup_rounds=5)
+                           setup=parked, rounds=ROUNDS, warmup_rounds=3)

@@ -59,6 +59,7 @@ import sys
 import time
 import uuid
 import weakref
+from contextlib import nullcontext
 from typing import Any, Iterable, Sequence
 
 from langgraph.checkpoint.base import CheckpointTuple
@@ -417,7 +418,9 @@ class GuardedPostgresSaver(_ConsumeOnce, PostgresSaver):
             if plan[0] == "claim":
                 rows = self._guard_rows(tup, plan[1], plan[2])
                 try:
-                    with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                    # one interrupt: one autocommit statement (atomic by itself); several: one transaction
+                    with (conn.transaction() if len(rows) > 1 else nullcontext()), \
+                            conn.cursor(row_factory=tuple_row) as cur:
                         for row in rows:
                             if cur.execute(_PG_INSERT, row).fetchone() is None:
                                 raise _Conflict(cur.execute(_PG_HOLDER, row[:3]).fetchone())
@@ -465,7 +468,8 @@ class GuardedAsyncPostgresSaver(_ConsumeOnce, AsyncPostgresSaver):
             if plan[0] == "claim":
                 rows = self._guard_rows(tup, plan[1], plan[2])
                 try:
-                    async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                    async with (conn.transaction() if len(rows) > 1 else nullcontext()), \
+                            conn.cursor(row_factory=tuple_row) as cur:
                         for row in rows:
                             if await (await cur.execute(_PG_INSERT, row)).fetchone() is None:
                                 raise _Conflict(await (await cur.execute(_PG_HOLDER, row[:3])).fetchone())
