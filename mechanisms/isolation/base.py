@@ -10,7 +10,8 @@ inheritance in front of it:
    response and replays it, ``taint`` serves it live and taints the manifest);
 4. **C1**: the candidate must satisfy the declared contracts with every
    version bound so far, and every version it requires of an identity not
-   yet bound must still exist (dependency closure); else the newest
+   yet bound must still exist and agree with what the bound versions
+   require of that identity (dependency closure); else the newest
    retained version that does; else the resolution is refused (abort).
 
 ``admit_merge`` is the continuation manager's merge admission: with **I0**
@@ -135,10 +136,18 @@ class Profile:
 
     @staticmethod
     def unavailable(identity: str, version: int, bound, registry: Registry) -> Contract | None:
-        """Dependency closure: a requirement of ``identity@version`` on an unbound identity must still exist."""
-        for other, need in registry.contracts.requirements.get((identity, version), ()):
-            if other not in bound and not registry.exists(other, need):
+        """Dependency closure: a requirement of ``identity@version`` on an unbound identity must still exist,
+        and no bound version may require that identity at another version (the obligations the manifest
+        already carries), or no admissible extension would remain."""
+        contracts = registry.contracts
+        for other, need in contracts.requirements.get((identity, version), ()):
+            if other in bound:
+                continue
+            if not registry.exists(other, need):
                 return Contract(identity, version, other, need)
+            for subject, sv, wanted in contracts.dependents.get(other, ()):
+                if wanted != need and subject != identity and bound.get(subject) == sv:
+                    return Contract(subject, sv, other, wanted)
         return None
 
     def opaque(self, manifest: Manifest, identity: str, registry: Registry) -> Resolution:
