@@ -59,6 +59,11 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
              "seeded start jitter in [0, jitter] ms. The paper's saturation is LangGraph 1.2.9's; it is set beside "
              f"{compared or 'no runtime'} ('naive' behaves as LangGraph does: every racer reads the parked head and runs on). "
              "The interrupt node works 30 ms (scenarios/resume/graph_approval_slow.toml).")
+    if compared is not None and any(m.differences() for m in matrices):
+        notes += (f" Cells where {compared} differs from the paper: its window (from reading the parked head to the "
+                  "first checkpoint after the interrupt, 30 ms of declared node work) is longer than the largest "
+                  "jitter, so every racer still reads the parked head; the paper's LangGraph window on PostgreSQL "
+                  "was apparently just under 25 ms, so about one racer in 20 read a head that had moved on.")
     if "postgres" not in set(tab["backend"]):
         notes += " PostgreSQL cells are missing from this run (PostgreSQL was unreachable)."
     return Section("resume_concurrency", "Resume: k concurrent resumers of one parked interrupt", rows, notes,

@@ -34,9 +34,10 @@ pass ``package.module:Class``.  The constructor signature is fixed::
   inside the node, which on resume returns the ``Command(resume=value)``
   value) and then call ``run_node(..., resume=value)``.  ``run_node`` does
   the node's work: the injection points ``before_node`` / ``after_effect``,
-  the trace rows, the effects (through :meth:`fire_effect`, which you may
-  override, e.g. to make effects idempotent) and returns the new state (the
-  pure :meth:`GraphSpec.apply`).  The state is a plain dict with the fields of
+  the trace rows, the node's declared work (``work_ms``: a sleep standing for
+  a model or tool call), the effects (through :meth:`fire_effect`, which you
+  may override, e.g. to make effects idempotent) and returns the new state
+  (the pure :meth:`GraphSpec.apply`).  The state is a plain dict with the fields of
   ``vocabulary.resume.SCHEMA`` (a LangGraph ``TypedDict`` state of the same
   four fields, ``log`` replaced, not reduced).
 - ``hooks`` (:class:`Hooks`): call ``self.point(name, run_id, step)`` at each
