@@ -396,15 +396,17 @@ def _effect_then_die(path: str, ledger_path: str) -> None:
         fire_once(ledger, "charge", lambda key: None)
         os.kill(os.getpid(), signal.SIGKILL)  # after the effect, before c's checkpoint
     app = flow_graph([], effect=charge).compile(checkpointer=sqlite_saver(path))
-    app.invoke(Command(resume="ok"), {"configurable": {"thread_id": "t"}})
+    app.invoke(Command(resume="ok"), {"configurable": {"thread_id": "t"}}, durability="exit")
 
 
 def test_effect_fires_once_across_a_sigkill_and_rerun(tmp_path):
-    """c fires "charge" through fire_once, then is SIGKILLed before its checkpoint; the recovery re-runs c, whose
-    "charge" is found done in the ledger and does not fire again.
+    """c fires "charge" through fire_once, then is SIGKILLed; with durability="exit" nothing of the resume is in
+    the checkpoints, so the recovery re-runs b and c from new checkpoints (new LangGraph task ids); c's "charge"
+    is found done in the ledger and does not fire again.
 
-    Planted bugs caught: a ledger keyed by effect key only (two tasks with one key would collapse: checked below),
-    or by a per-process id (the re-run after the crash would fire again).
+    Planted bugs caught: a ledger keyed by LangGraph's task id or the task's checkpoint namespace (new after the
+    crash: it would fire again), by effect key only (two tasks with one key would collapse: checked below), or by
+    a per-process id.
     """
     path, ledger_path = str(tmp_path / "cp.db"), str(tmp_path / "effects.db")
     OnceLedger.sqlite(ledger_path).setup()
@@ -418,5 +420,6 @@ def test_effect_fires_once_across_a_sigkill_and_rerun(tmp_path):
     app = flow_graph([], effect=charge).compile(checkpointer=sqlite_saver(path))
     assert app.invoke(None, {"configurable": {"thread_id": "t"}})["v"] == "ok"
     assert fired == [False] and [r[2:] for r in ledger.fired("t")] == [("charge", "done")]
+    assert ledger.fired("t")[0][1].endswith(":c") and "@" not in ledger.fired("t")[0][1]
     # two different tasks with the same effect key both fire
     assert ledger.once("t", "other-task", "charge")[0] is True

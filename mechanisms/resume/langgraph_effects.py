@@ -125,8 +125,9 @@ def current_task() -> tuple[str, str]:
 
     config = get_config()
     meta, conf = config.get("metadata", {}), config["configurable"]
-    ns = conf.get("checkpoint_ns", "") or ""
-    task = f"{meta['langgraph_step']}:{meta['langgraph_node']}" + (f"@{ns}" if ns else "")
+    # a node's own namespace is "<node>:<task id>" below its parents'; keep the parents' node names only
+    parents = [seg.split(":")[0] for seg in (conf.get("checkpoint_ns", "") or "").split("|")[:-1]]
+    task = f"{meta['langgraph_step']}:{meta['langgraph_node']}" + (f"@{'/'.join(parents)}" if parents else "")
     return str(conf["thread_id"]), task
 
 
