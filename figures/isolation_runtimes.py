@@ -9,4 +9,4 @@ from figures.isolation_levels import grid
 
 
 def draw(records: pd.DataFrame, tab: pd.DataFrame, out: Path) -> list[Path]:
-    return grid(tab, "runtime", out, "fixed deployment schedule; /open-world: a tool discovered mid-run")
+    return grid(tab, "runtime", out, "fixed schedule; /open-world: tool discovered mid-run; /opaque: unversionable tool")

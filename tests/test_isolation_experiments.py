@@ -56,13 +56,15 @@ def test_levels_table_has_the_issue_columns_and_the_papers_cells():
 
 
 def test_runtimes_static_pinning_fails_only_the_open_world_control():
-    """Planted bug caught: a lockfile that also pins late-discovered tools would pass the open-world control."""
+    """Planted bugs caught: a lockfile that also pins late-discovered tools would pass the open-world control; one
+    that pins an opaque tool would claim a stability nothing can give; taint that refuses nothing."""
     e = IsolationRuntimes()
     tab = e.artifacts[0].table(records(e))
     assert list(tab.columns) == ["runtime", "anomaly", "verdict", "witness"]
     v = tab.groupby("runtime")["verdict"].apply(lambda s: (s == "occurs").sum()).to_dict()
     assert v == {"default": 4, "StaticPinning": 0, "SSI": 0, "default/open-world": 3, "StaticPinning/open-world": 3,
-                 "SSI/open-world": 0}
+                 "SSI/open-world": 0, "default/opaque": 3, "StaticPinning/opaque": 3, "SSI/opaque": 0,
+                 "SSI+capture/opaque": 0, "SSI+taint/opaque": 2}
 
 
 def test_retrieval_on_real_qdrant():

@@ -10,7 +10,8 @@ Protocol (``mechanisms.Family("isolation", ...)``): a mechanism is a class with
 
 The named profiles ``SRC`` ⟨S0,C0,I0⟩, ``RSR`` ⟨S1,C0,I0⟩, ``CR`` ⟨S0,C1,I1⟩
 and ``SSI`` ⟨S1,C1,I1⟩, all eight combinations by label (``S0C1I0`` ...),
-``StaticPinning`` (a closed lockfile at start), and two admission policies
+``StaticPinning`` (a closed lockfile at start), ``SSI+capture`` and
+``SSI+taint`` (the opaque-resource policies; ``SSI`` aborts), and two admission policies
 on top of SSI for undeclared contracts (``SSI+fail_closed``,
 ``SSI+inference``).  A user's own profile plugs in as ``package.module:Class``
 (subclass :class:`mechanisms.isolation.base.Profile` and set ``guarantees``,
@@ -26,6 +27,8 @@ REGISTRY: dict[str, str] = {
     "StaticPinning": "mechanisms.isolation.static_pinning:StaticPinning",
     "SSI+fail_closed": "mechanisms.isolation.fail_closed:FailClosedSSI",
     "SSI+inference": "mechanisms.isolation.contract_inference:InferenceSSI",
+    "SSI+capture": "mechanisms.isolation.opaque:CaptureSSI",
+    "SSI+taint": "mechanisms.isolation.opaque:TaintSSI",
     **{f"S{s}C{c}I{i}": f"mechanisms.isolation.combos:S{s}C{c}I{i}" for s in (0, 1) for c in (0, 1) for i in (0, 1)},
 }
 

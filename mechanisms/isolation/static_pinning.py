@@ -1,7 +1,7 @@
 """``StaticPinning``: a closed lockfile taken when the workflow starts (paper §5.2 baseline).
 
 The lockfile pins the live version of every identity the registry knows at
-start, except those marked ``late`` (discovered mid-run, e.g. a tool an
+start, except opaque ones (nothing to pin: only live behaviour exists) and those marked ``late`` (discovered mid-run, e.g. a tool an
 agent selects at step 7).  Every continuation inherits the lockfile; merges
 are not checked.  In a closed world this prevents all four anomalies for
 the deployments that land after the start; in the open world a
@@ -22,7 +22,8 @@ class StaticPinning(Profile):
     guarantees = Guarantees(False, False, False)  # it is none of the switches: a lockfile, closed at start
 
     def begin(self, registry: Registry) -> Manifest:
-        lock = {x: registry.live[x] for x in sorted(registry.versions) if x not in registry.late and x in registry.live}
+        lock = {x: registry.live[x] for x in sorted(registry.versions)
+                if x not in registry.late and x not in registry.opaque and x in registry.live}
         return Manifest(lock, lock)
 
     def resolve(self, manifest: Manifest, identity: str, registry: Registry) -> Resolution:

@@ -11,6 +11,10 @@ Runtimes: the default runtime of today's frameworks (live aliases: the
 - ``open_world``: the control where a tool is discovered mid-run (marked
   ``late``: outside any lockfile taken at start) and redeployed while the
   workflow runs.  Rows of this program are named ``<runtime>/open-world``.
+- ``opaque_tool``: an opaque tool (cannot be versioned) redeployed during a
+  pause, with forks and a merge; run also under ``SSI+capture`` and
+  ``SSI+taint`` (``SSI`` itself aborts).  Rows ``<runtime>/opaque``; the
+  records count the refused resolutions (abort's cost).
 
 One record per (runtime, program, anomaly): the anomaly's checker on the
 execution's history.  Deterministic: one execution per cell.
@@ -28,7 +32,9 @@ from vocabulary.isolation import ANOMALIES
 
 DEFAULT_RUNTIMES = ("SRC", "StaticPinning", "SSI")
 RUNTIME_LABEL = {"SRC": "default"}  # the default runtime resolves live aliases: the SRC profile
-PROGRAMS = {"fixed_schedule": "", "open_world": "/open-world"}
+PROGRAMS = {"fixed_schedule": "", "open_world": "/open-world", "opaque_tool": "/opaque"}
+#: the opaque-resource policies run on the opaque program beside the default runtimes
+OPAQUE_POLICIES = ("SSI+capture", "SSI+taint")
 
 
 def label(mechanism: str, program: str) -> str:
@@ -53,8 +59,9 @@ class IsolationRuntimes(Experiment):
                 raise DriftlabError(f"isolation_runtimes needs the scenario {p!r} (scenarios/isolation/{p}.toml)")
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
+        extra = () if options.mechanisms_for("isolation") else OPAQUE_POLICIES
         return [Cell(self.name, (("mechanism", m), ("program", p)), 1, seed)
-                for p in PROGRAMS for m in self.runtimes(options)]
+                for p in PROGRAMS for m in self.runtimes(options) + (extra if p == "opaque_tool" else ())]
 
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
         m, program = cell.p["mechanism"], cell.p["program"]
