@@ -120,8 +120,8 @@ def _level(registered):
 def test_conformance_kit_full_on_sqlite(tmp_path):
     """The guarded SQLite savers (async, and sync through a bridge) pass the kit at FULL, as the stock saver does.
 
-    Planted bug caught: a guard whose get_tuple drops or rewrites pending writes (e.g. replaying a claimed value
-    on every load, not only on a recovery) fails the kit's put_writes / get_tuple suites.
+    Planted bugs caught: an override that drops the stock method's return value (aput must return the stored
+    config) or does not pass task_path on (aput_writes), or a setup that does not chain to the stock setup.
     """
     def make(cls):
         async def factory():
@@ -148,8 +148,8 @@ def test_conformance_kit_full_on_sqlite(tmp_path):
 def test_conformance_kit_full_on_postgres(pg_dsn, pg_schema):
     """The guarded PostgreSQL savers pass the kit at FULL (with prune), as the stock AsyncPostgresSaver does.
 
-    Planted bug caught: a guard that forgets to create its table in the saver's schema, or whose claim transaction
-    leaves the shared connection inside an open transaction, fails the kit on the next statement.
+    Planted bugs caught: as on SQLite, and an AsyncPostgresSaver subclass whose setup does not chain to the
+    stock migrations (the kit's first put fails on the missing tables).
     """
     def make(cls):
         async def factory():
@@ -215,8 +215,8 @@ def test_guard_refuses_repeated_resumes_before_any_node_runs_sqlite(tmp_path):
     """Head resume after the end and a resume addressed to the consumed checkpoint are both refused, no node runs.
 
     Planted bugs caught: claiming in put_writes (LangGraph runs it in a background thread while the node already
-    runs: the trace would not be empty); keying the claim by the loaded checkpoint instead of the interrupt id
-    (the addressed resume loads the parked checkpoint itself, which a head-keyed claim never saw).
+    runs: the trace would not be empty); a guard that only checks for conflicts and lets a resume of a checkpoint
+    with no recorded interrupt pass (the head resume would return instead of raising).
     """
     parked, outcomes, values = _repeated(sqlite_saver(tmp_path / "g.db"))
     assert outcomes[0][1] == [] and outcomes[1] == (parked, [])
@@ -286,8 +286,8 @@ def _race(backend: str, where: str, saver, tmp_path, k: int = 4):
 def test_k_concurrent_resumers_one_served_sqlite(tmp_path):
     """4 forked processes resume one parked interrupt at a barrier: exactly one is served and fires c's effect.
 
-    Planted bug caught: a claim made as SELECT-then-INSERT outside one transaction, or one that does not check
-    the insert's row count, serves more than one racer.
+    Planted bug caught: a claim that does not check the insert's row count (ON CONFLICT DO NOTHING, then
+    proceed) serves all four racers.
     """
     path = tmp_path / "race.db"
     lines, values = _race("sqlite", str(path), sqlite_saver(path), tmp_path)
