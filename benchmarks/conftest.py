@@ -9,9 +9,19 @@ floor (see ``bench_scaling.py``), whatever the mechanisms.
 """
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 from runners.experiments.revalidation_scaling import DEFAULT_MECHANISMS, DEFAULT_READS, REPETITIONS, ROUNDS
+
+
+# The folder driftlab was started from (set by the scaling experiment): at the *end* of sys.path, so that a
+# user's own mechanism resolves from there while nothing in it can shadow an installed package.
+for _path in os.environ.get("DRIFTLAB_PLUGIN_PATH", "").split(os.pathsep):
+    if _path and _path not in sys.path:
+        sys.path.append(_path)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

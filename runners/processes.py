@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, TextIO
 
 __all__ = [
     "ActorProcess", "Answer", "Barrier", "StepServer", "StepFailed", "dotted", "fork_call", "kill", "reap", "resolve_step",
-    "serve_json_lines", "serve_steps", "spin_until", "start_instant", "child_env",
+    "serve_json_lines", "serve_steps", "spin_until", "start_instant", "child_env", "PYTHON",
 ]
 
 #: Default lead of :func:`start_instant`: long enough for k requests to reach their actors.
@@ -80,9 +80,23 @@ def resolve_step(path: str) -> Callable:
     return getattr(importlib.import_module(module), name)
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder holding driftlab's packages
+
+
 def child_env(**extra: str) -> dict[str, str]:
-    """The environment for a child interpreter: ours, with our ``sys.path`` as PYTHONPATH (and ``extra``)."""
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **extra)
+    """The environment for a child interpreter: ours, with our ``sys.path`` as PYTHONPATH (and ``extra``).
+
+    The working folder is left out (unless it is driftlab's own folder): a
+    stray module there must never shadow a package in a child.  Children are
+    started with ``python -P`` for the same reason.
+    """
+    cwd = os.path.realpath(os.getcwd())
+    paths = [ROOT] + [p for p in sys.path if p and (os.path.realpath(p) != cwd or p == ROOT)]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)), **extra)
+
+
+#: how children are started: ``-P`` keeps the working folder off their ``sys.path``
+PYTHON = (sys.executable, "-P")
 
 
 # ------------------------------------------------------------------ forking
@@ -199,7 +213,7 @@ class StepServer:
     """
 
     def __init__(self, env: Mapping[str, str] | None = None):
-        self.proc = subprocess.Popen([sys.executable, "-m", "runners.processes"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*PYTHON, "-m", "runners.processes"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=dict(env or child_env()))
 
     def _ask(self, request: dict) -> dict:
@@ -328,7 +342,7 @@ class ActorProcess:
 
     def __init__(self, name: str, module: str, args: Iterable[str] = (), env: Mapping[str, str] | None = None):
         self.name = name
-        self.proc = subprocess.Popen([sys.executable, "-m", module, *map(str, args)], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*PYTHON, "-m", module, *map(str, args)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=dict(env or child_env()), text=True, bufsize=1)
 
     @property

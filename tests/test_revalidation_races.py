@@ -335,3 +335,17 @@ def test_unknown_verdicts_are_never_counted_as_valid():
     records = pd.DataFrame([base, {**base, "verdict": "unknown", "indeterminate": 1, "commits": 1, "rejections": 0}])
     row = table(records).iloc[0]
     assert (row["valid"], row["unknown"], row["invalid"], row["errors"], row["indeterminate"]) == (1, 1, 0, 0, 1)
+
+
+def test_children_never_import_a_stray_module_from_the_working_folder(tmp_path, monkeypatch):
+    (tmp_path / "psutil.py").write_text("raise SystemExit('the stray module ran')\n")
+    (tmp_path / "faults.py").write_text("raise SystemExit('the stray module ran')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # as `python -m` in this folder would have it
+    store = open_store("sqlite", scratch=tmp_path)
+    try:
+        with Interpreter(RaceDomain(store, "target_cas"), "target_cas") as interpreter:
+            (x,) = [interpreter.run(CROSS_RESOURCE[0], case=1)]
+        assert x.as_expected and not x.errors, _explain([x])
+    finally:
+        store.drop()

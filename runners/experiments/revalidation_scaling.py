@@ -38,14 +38,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from mechanisms import resolve
 from runners.agent import decide
-from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
+from runners.experiment import Cell, DriftlabError, Experiment, Options, Sweep, derive_seed, points
+from runners.processes import PYTHON, child_env
 from runners.stores import MemoryStore
 from scenarios.workload import Workload, load_workloads
 from analysis.artifact import Artifact
@@ -187,6 +187,9 @@ class RevalidationScaling(Experiment):
     parallel = False  # benchmarks want a quiet machine
     uses_user_scenarios = False
     artifacts = (Artifact("revalidation_scaling", table=_table, report=_report, draw=_draw),)
+    sweeps = {"reads": Sweep("reads", points(int, 1, 2**16, "read counts must be between 1 and 65536 (a transaction of "
+                                          "more reads is beyond what one machine's memory holds for every repetition)"),
+                             "recorded reads per point, e.g. 13,29,61,125")}
 
     def points(self, profile: str, options: Options) -> tuple[int, ...]:
         return tuple(options.extra.get("reads") or (DEFAULT_READS if profile == "paper" else QUICK_READS))
@@ -216,12 +219,14 @@ class RevalidationScaling(Experiment):
         for stale in out_dir.glob(".bench_scaling.*.json.tmp"):  # left by a run killed mid-benchmark
             stale.unlink(missing_ok=True)
         tmp = out_dir / f".bench_scaling.{os.getpid()}.json.tmp"
-        command = [sys.executable, "-m", "pytest", str(BENCHMARKS / "bench_scaling.py"), "-q", "-p", "no:cacheprovider",
+        command = [*PYTHON, "-m", "pytest", str(BENCHMARKS / "bench_scaling.py"), "-q", "-p", "no:cacheprovider",
                    f"--benchmark-json={tmp}", f"--scaling-reads={p['reads_points']}",
                    f"--scaling-mechanisms={p['mechanisms']}", f"--scaling-repetitions={cell.repetitions}",
                    f"--scaling-rounds={p['rounds']}"]
-        # The user's own mechanism (package.module:Class) is importable from where driftlab was started.
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+        # The working folder never goes first on the benchmark's sys.path (a stray module there would shadow a
+        # package); benchmarks/conftest.py appends it at the end, so a user's own mechanism
+        # (package.module:Class) still resolves from where driftlab was started.
+        env = child_env(DRIFTLAB_PLUGIN_PATH=os.getcwd())
         # Everything the subprocess leaves (pytest-benchmark's storage, temporary files) stays under the run's scratch/.
         with tempfile.TemporaryDirectory(prefix="bench_scaling_", dir=options.scratch) as scratch:
             env.update(TMPDIR=scratch, TEMP=scratch, TMP=scratch)
