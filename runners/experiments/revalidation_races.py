@@ -33,7 +33,8 @@ never folded into an error count, and the execution's verdict is then
 afterwards (the audit read), the commit answers, the checkers' verdict on
 the execution's history (:mod:`analysis.checkers.revalidation`:
 ``one_commit_per_pair`` for race pairs, ``rule_holds_at_commit`` for every
-refund history; the worst prevails) with its first witness, whether every
+refund history; the worst prevails; the witnesses, which carry times, stay
+in the history, where ``driftlab check`` prints them), whether every
 inline expectation held, and for race pairs the timing of the overlap:
 ``overlap_us`` is how long both transactions were open together *after both
 had read their token* (from the later read's end to the earlier commit's
@@ -119,7 +120,7 @@ def record(x: Execution, history: Interleaving, binding: str, seed: int) -> dict
         "refused_by_cas": sum(bool(op.value.get("refused_by")) for op in commits),
         "lock_retries": sum(bool(op.value.get("retried_after")) for op in commits),
         "indeterminate": sum(op.status == INDETERMINATE for op in x.operations),
-        "verdict": verdict.value, "witness": judged.witness.explanation if judged and judged.witness else "",
+        "verdict": verdict.value,  # its witness (with times) is in the history: `driftlab check` prints it
         "as_expected": x.as_expected, "mismatch": x.mismatch, "errors": "; ".join(x.errors),
         **timing(x), "wall_us": x.wall_ns / 1000,
     }
