@@ -24,7 +24,8 @@ import pandas as pd
 from analysis.revalidation_counting import classify
 from mechanisms import resolve
 from runners.experiment import derive_seed
-from runners.experiments.revalidation_outcomes import DEFAULT_MECHANISMS, pick_changes, run_execution
+from runners.agent import pick_changes
+from runners.experiments.revalidation_outcomes import DEFAULT_MECHANISMS, run_execution
 from scenarios.oracle import reference_of
 from scenarios.schedules import load_schedules
 from scenarios.workload import load_workloads

@@ -19,7 +19,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from analysis.revalidation_durable import cells_only  # noqa: E402
 from figures.save import save  # noqa: E402
 
 COLORS = {"NoCheck": "#c0392b", "VersionAbort": "#f0a030", "FullScan": "#8fbcd4", "ATR": "#2c6e49"}
@@ -60,7 +59,7 @@ def _premises(ax, frame: pd.DataFrame, cells: list[str], mechanisms: list[str]) 
 
 
 def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
-    per_cell = cells_only(table)
+    per_cell = table[(table["workload"] != "all") & (table["mutation_class"] != "all")]  # real cells only
     cells = list(dict.fromkeys(per_cell["cell"]))
     mechanisms = list(dict.fromkeys(per_cell["mechanism"]))
     counting = [m for m in mechanisms if per_cell.loc[per_cell["mechanism"] == m, "premises_per_change"].max() > 0]

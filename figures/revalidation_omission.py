@@ -19,7 +19,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter  # noqa: E402
 
-from analysis.revalidation_omission import cost, totals  # noqa: E402
 from figures.save import save  # noqa: E402
 
 COLORS = {"exact": "#c0392b", "conservative": "#2a7ab0"}
@@ -27,7 +26,7 @@ MARKERS = ["o", "s", "^", "D", "v"]
 
 
 def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
-    table = totals(table)  # every workload together; the per-workload rows are in the table and the report
+    table = table[table["workload"] == "all"]  # every workload together; the per-workload rows are in the table and the report
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     mechanisms = list(dict.fromkeys(table["mechanism"]))
     for m, mech in enumerate(mechanisms):
@@ -48,17 +47,20 @@ def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
     left.set_title("false allows vs omission rate")
     left.legend(fontsize=7, frameon=False)
 
-    c = cost(table)
-    rates = table.set_index(["mechanism", "rate", "linking"])["false_allow_rate"]
-    for r in c.itertuples(index=False):
-        x0, x1 = r.premises_per_change_exact, r.premises_per_change_conservative
-        y0, y1 = rates[(r.mechanism, r.rate, "exact")], rates[(r.mechanism, r.rate, "conservative")]
-        marker = MARKERS[mechanisms.index(r.mechanism) % len(MARKERS)]
+    by = table.set_index(["mechanism", "rate", "linking"])
+    pairs = [(m, r) for m, r in dict.fromkeys(zip(table["mechanism"], table["rate"]))
+             if (m, r, "exact") in by.index and (m, r, "conservative") in by.index]
+    for mech, rate in pairs:  # each point: exact linking -> conservative linking at the same p
+        exact, conservative = by.loc[(mech, rate, "exact")], by.loc[(mech, rate, "conservative")]
+        x0, x1 = exact["premises_per_change"], conservative["premises_per_change"]
+        y0, y1 = exact["false_allow_rate"], conservative["false_allow_rate"]
+        removed = int(exact["false_allows"] - conservative["false_allows"])
+        marker = MARKERS[mechanisms.index(mech) % len(MARKERS)]
         right.annotate("", (x1, y1), (x0, y0), arrowprops={"arrowstyle": "->", "color": "grey", "lw": 0.6})
         right.scatter([x0], [y0], color=COLORS["exact"], marker=marker, zorder=3)
         right.scatter([x1], [y1], color=COLORS["conservative"], marker=marker, zorder=3)
-        if r.false_allows_removed:  # p = 0 removes nothing; its label would sit on p's next point
-            label = f"{r.mechanism} p={100 * r.rate:g}%: {r.false_allows_removed:,} removed"
+        if removed:  # p = 0 removes nothing; its label would sit on p's next point
+            label = f"{mech} p={100 * rate:g}%: {removed:,} removed"
             right.annotate(label, (x0, y0), xytext=(8, 0), textcoords="offset points", fontsize=7, va="center")
     right.set_xlabel("premises evaluated per change (cost)")
     right.set_ylabel("false-allow rate")

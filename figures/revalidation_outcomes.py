@@ -2,7 +2,7 @@
 
 One panel per mechanism; per mutation class (all workloads) a stacked bar of
 the outcomes the mechanism gave (KEEP, REFRESH, REPLAN, BLOCK), hatched over
-the share of invalid effects (the counting rule of
+the share of invalid effects (from the table, which counts them by the rule of
 :mod:`analysis.revalidation_counting`).  The oracle outcome is
 printed above each bar.
 """
@@ -16,7 +16,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis.revalidation_counting import classify  # noqa: E402
 from vocabulary.revalidation import MUTATION_CLASSES  # noqa: E402
 from figures.save import save  # noqa: E402
 
@@ -27,12 +26,13 @@ def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
     mechanisms = list(dict.fromkeys(records["mechanism"]))
     seen = set(records["mutation_class"])
     classes = [c for c in MUTATION_CLASSES if c in seen] + sorted(seen - set(MUTATION_CLASSES))
-    invalid = classify(records)["invalid_effect"]
+    totals = table[table["workload"] == "all"].set_index(["mechanism", "mutation_class"]) if "workload" in table else \
+        table.set_index(["mechanism", "mutation_class"])
     fig, axes = plt.subplots(1, len(mechanisms), figsize=(3.2 * len(mechanisms), 3.6), sharey=True, squeeze=False)
     for ax, mech in zip(axes[0], mechanisms):
         sub = records[records["mechanism"] == mech]
         shares = pd.crosstab(sub["mutation_class"], sub["outcome"], normalize="index").reindex(index=classes, columns=list(COLORS), fill_value=0)
-        bad = invalid[sub.index].groupby(sub["mutation_class"]).mean().reindex(classes, fill_value=0)
+        bad = [totals.loc[(mech, c), "invalid_effects"] / totals.loc[(mech, c), "executions"] for c in classes]
         bottom = [0.0] * len(classes)
         for outcome, color in COLORS.items():
             ax.bar(range(len(classes)), shares[outcome], bottom=bottom, color=color, label=outcome, edgecolor="white")

@@ -10,10 +10,13 @@ SQLite and what schedule s6 round-trips in memory.
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
 
+from runners.stores import MemoryStore
+from scenarios.oracle import prelude_class
 from scenarios.workload import Workload
 from vocabulary.revalidation import RELEASING, AgentTransaction, Outcome, Store
 
@@ -94,3 +97,42 @@ def release(txn: AgentTransaction, store: Store, mechanism, between_check_and_co
             return Release(v.outcome, True, payload, premises, validations, attempts, ns, v.failed, stale)
         if attempts >= MAX_COMMIT_ATTEMPTS:
             return Release(Outcome.BLOCK, False, None, premises, validations, attempts, ns, ("commit_refused",))
+
+
+# ---------------------------------------------------------------- the controlled execution engine
+def dominated_prelude(workload: Workload, oracle: Outcome) -> str:
+    """Schedule s7's first change: the strongest class the case's oracle still dominates.
+
+    The rule lives in :func:`scenarios.oracle.prelude_class`, so that the loader proves, for every
+    prelude + variant pair, that the oracle does not depend on the schedule."""
+    return prelude_class(oracle)
+
+
+def pick_changes(workload: Workload, mutation_class: str, schedule, rng: random.Random) -> tuple[int, list]:
+    """(variant index, the groups of changes to land): the case's variant, after s7's prelude if any."""
+    mutation = workload.mutations[mutation_class]
+    variant = rng.randrange(len(mutation.variants))
+    changes = [mutation.variants[variant]]
+    if schedule.prelude == "dominated":
+        first = workload.mutations[dominated_prelude(workload, mutation.oracle)]
+        changes.insert(0, first.variants[rng.randrange(len(first.variants))])
+    return variant, changes
+
+
+def run_schedule(workload: Workload, changes: list, schedule, mechanism, dependencies=None):
+    """Decide, land ``changes`` at the schedule's lifecycle point, validate and release: (Release, txn, store)."""
+    store = MemoryStore(workload.initial_state())
+    txn = decide(workload, store, dependencies)
+
+    def land() -> None:
+        for group in changes:
+            store.write({c.ref: c.value for c in group})
+
+    if schedule.lands == "parked":
+        blob = checkpoint(txn, workload)
+        land()
+        txn = resume(blob, workload)
+    elif schedule.lands != "validation_commit_gap":
+        land()  # after_decision, tool_wait, approval, after_approval: the agent only waits there
+    gap = land if schedule.lands == "validation_commit_gap" else None
+    return release(txn, store, mechanism, between_check_and_commit=gap), txn, store

@@ -78,7 +78,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from analysis.report import markdown_table
     from mechanisms import family_of_name
-    from runners.engine import RUNS, all_artifacts
+    from runners.engine import RUNS, artifacts_of
     from runners.experiments import EXPERIMENTS
 
     families = {f for name in args.mechanisms for f in family_of_name(name)}
@@ -88,10 +88,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     request = _request(args, names)
     code = _run(request)
     if code == 0:
-        run_dir = request.out if request.out is not None else RUNS / "latest"
+        run_dir = Path(request.out) if request.out is not None else RUNS / "latest"
         for name in names:
             experiment = EXPERIMENTS[name]
-            first = next(a.name for a in all_artifacts() if a.experiment == name)
+            first = artifacts_of(experiment)[0].name
             table = pd.read_csv(run_dir / "tables" / f"{first}.csv")
             print(f"## {first}\n")
             print(markdown_table(experiment.compare_table(table)))
@@ -160,6 +160,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             if e.family == family:
                 sweeps = f"  (sweep {', '.join(e.sweeps)})" if e.sweeps else ""
                 print(f"    {name:30s} {e.description}{sweeps}")
+                for item, text in e.listing():
+                    print(f"      {item:28s} {text}")
         print("  scenarios:")
         for name, s in scenarios.get(family, {}).items():
             print(f"    {name:30s} {getattr(s, 'description', '')}  ({getattr(s, 'path', '')})")
@@ -247,13 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     from runners.execute import CellFailed
     from scenarios import ScenarioError
 
-    errors: tuple[type[BaseException], ...] = (DriftlabError, ScenarioError, MechanismError, RecordsError, CellFailed)
-    try:
-        from scenarios.workload import ScenarioError as WorkloadError  # until the revalidation loader shares scenarios.ScenarioError
-
-        errors += (WorkloadError,)
-    except ImportError:
-        pass
+    errors = (DriftlabError, ScenarioError, MechanismError, RecordsError, CellFailed)
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a one-line usage error (2)

@@ -76,11 +76,7 @@ def artifacts_of(experiment: Experiment) -> list[Artifact]:
 
 
 def all_artifacts() -> list[Artifact]:
-    from analysis.artifacts import ARTIFACTS as LEGACY  # declarations not yet moved beside their experiment
-
-    declared = [a for e in EXPERIMENTS.values() for a in artifacts_of(e)]
-    names = {a.name for a in declared}
-    return declared + [a for a in LEGACY.values() if a.name not in names and a.experiment in EXPERIMENTS]
+    return [a for e in EXPERIMENTS.values() for a in artifacts_of(e)]
 
 
 def assign_mechanisms(options: Options) -> None:

@@ -10,6 +10,7 @@ timings; everything the analysis computes comes from them.
 from __future__ import annotations
 
 import hashlib
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
@@ -141,6 +142,10 @@ class Experiment:
     #: rough cost of one execution on one core, for refusing impossible requests before they start
     seconds_per_execution: ClassVar[float] = 0.001
 
+    def listing(self) -> list[tuple[str, str]]:
+        """Extra (name, description) lines for `driftlab list` under this experiment (e.g. its schedules)."""
+        return []
+
     def compare_table(self, table):
         """The part of the first artifact's table that `driftlab compare` prints (default: all of it)."""
         return table
@@ -155,3 +160,20 @@ class Experiment:
     def check(self, options: Options) -> None:
         """Raise DriftlabError for bad options before anything is written."""
 
+
+def lazy(dotted: str):
+    """``module:function`` called on first use, so that running cells never imports pandas' plotting stack."""
+    module, _, attr = dotted.partition(":")
+
+    def call(*args):
+        return getattr(importlib.import_module(module), attr)(*args)
+
+    call.__name__ = call.__qualname__ = attr
+    call.__doc__ = f"{dotted}, imported on first use"
+    return call
+
+
+def artifact(name: str) -> Artifact:
+    """The revalidation artifact ``name``: analysis/<name>.py (table, report) and figures/<name>.py (draw)."""
+    return Artifact(name, table=lazy(f"analysis.{name}:table"), report=lazy(f"analysis.{name}:report"),
+                    draw=lazy(f"figures.{name}:draw"))

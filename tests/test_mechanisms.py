@@ -19,7 +19,8 @@ from analysis import revalidation_outcomes
 from analysis.revalidation_counting import classify
 from runners.agent import decide, release
 from runners.experiment import Options
-from runners.experiments.revalidation_outcomes import RevalidationOutcomes, run_schedule
+from runners.agent import run_schedule
+from runners.experiments.revalidation_outcomes import RevalidationOutcomes
 from runners.stores import MemoryStore
 from scenarios.oracle import DOMINANCE, Reference, prelude_class, reference_of
 from scenarios.rules import compile_rule, parse_rule

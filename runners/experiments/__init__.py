@@ -27,16 +27,3 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
 )}
 
 FAMILIES = ("revalidation", "isolation", "resume")
-
-# Sweeps of the revalidation experiments (to move beside each experiment's class).
-from runners.experiment import Sweep, points  # noqa: E402
-
-if not RevalidationScaling.sweeps:
-    RevalidationScaling.sweeps = {"reads": Sweep("reads", points(int, 1, 2**16, "read counts must be between 1 and 65536"),
-                                                 "recorded reads per point, e.g. 13,29,61,125")}
-if not RevalidationOmission.sweeps:
-    RevalidationOmission.sweeps = {"omission": Sweep("rates", points(float, 0, 1, "omission rates are probabilities between 0 and 1"),
-                                                     "omission probabilities, e.g. 0,0.01,0.05,0.1")}
-if not RevalidationOutcomes.compare:
-    RevalidationOutcomes.compare = True
-    RevalidationOutcomes.compare_table = lambda self, table: table[table["mutation_class"] == "all"].drop(columns="mutation_class")

@@ -47,8 +47,7 @@ from pathlib import Path
 
 from mechanisms import resolve
 from runners.agent import checkpoint, decide, release, resume
-from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
-from runners.experiments.revalidation_outcomes import artifact
+from runners.experiment import Cell, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.processes import StepServer, fork_call as fork_step  # noqa: F401 - the generic helpers live there now
 from runners.sqlite_store import SqliteStore, connect
 from scenarios.workload import Workload, load_workloads, parse_workload
@@ -174,21 +173,22 @@ class RevalidationDurable(Experiment):
     family = "revalidation"
     description = "durable SQLite cells: decide + checkpoint, second actor, resume + validate, 3 processes each"
     artifacts = (artifact("revalidation_durable"),)
+    uses_user_scenarios = False  # ten fixed cells of the shipped workloads
 
     def check(self, options: Options) -> None:
         workloads = load_workloads(tuple(options.scenario_dirs))
         missing = [w for w in WORKLOADS if w not in workloads]
         if missing:
             raise DriftlabError(f"revalidation_durable needs the workload(s) {', '.join(missing)}")
-        for m in options.mechanisms or DEFAULT_MECHANISMS:
-            resolve(m)
+        for m in options.mechanisms_for("revalidation") or DEFAULT_MECHANISMS:
+            resolve(m, "revalidation")
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         reps = options.extra.get("repetitions") or REPETITIONS[profile]
         if reps < 1:
             raise DriftlabError(f"--repetitions must be at least 1, got {reps}")
         return [Cell(self.name, (("workload", w), ("mutation_class", c), ("mechanism", m)), reps, seed)
-                for w in WORKLOADS for c in MUTATION_CLASSES for m in options.mechanisms or DEFAULT_MECHANISMS]
+                for w in WORKLOADS for c in MUTATION_CLASSES for m in options.mechanisms_for("revalidation") or DEFAULT_MECHANISMS]
 
     def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
         p = cell.p

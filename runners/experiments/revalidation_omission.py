@@ -33,8 +33,8 @@ import random
 
 from faults.omission import LINKINGS, DependencyOmission, drop, missing
 from mechanisms import resolve
-from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
-from runners.experiments.revalidation_outcomes import artifact, pick_changes, run_schedule
+from runners.experiment import Cell, DriftlabError, Experiment, Options, Sweep, artifact, derive_seed, points
+from runners.agent import pick_changes, run_schedule
 from scenarios.schedules import Schedule, load_schedules
 from scenarios.workload import Workload, load_workloads
 
@@ -83,12 +83,14 @@ class RevalidationOmission(Experiment):
     family = "revalidation"
     description = "dependency omission: false-allow rate vs omission probability, exact vs conservative linking"
     artifacts = (artifact("revalidation_omission"),)
+    sweeps = {"omission": Sweep("rates", points(float, 0, 1, "omission rates are probabilities between 0 and 1"),
+                                "omission probabilities, e.g. 0,0.01,0.05,0.1")}
 
     def check(self, options: Options) -> None:
         rates(options)
         load_workloads(tuple(options.scenario_dirs))
-        for m in options.mechanisms or DEFAULT_MECHANISMS:
-            resolve(m)
+        for m in options.mechanisms_for("revalidation") or DEFAULT_MECHANISMS:
+            resolve(m, "revalidation")
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         workloads = load_workloads(tuple(options.scenario_dirs))
@@ -97,7 +99,7 @@ class RevalidationOmission(Experiment):
             raise DriftlabError(f"--repetitions must be at least 1, got {reps}")
         return [Cell(self.name, (("rate", r), ("linking", k), ("mechanism", m), ("workload", w), ("schedule", s.id)),
                      reps, seed)
-                for r in rates(options) for k in LINKINGS for m in options.mechanisms or DEFAULT_MECHANISMS
+                for r in rates(options) for k in LINKINGS for m in options.mechanisms_for("revalidation") or DEFAULT_MECHANISMS
                 for w in workloads for s in load_schedules()]
 
     def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:

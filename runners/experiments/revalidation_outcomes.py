@@ -14,59 +14,17 @@ payload_stale...); the counts are made in :mod:`analysis.revalidation_counting`.
 """
 from __future__ import annotations
 
-import importlib
 import random
 
-from analysis.artifact import Artifact
 from mechanisms import resolve
-from runners.agent import checkpoint, decide, release, resume
-from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
-from runners.stores import MemoryStore
-from scenarios.oracle import prelude_class
+from runners.agent import pick_changes, run_schedule
+from runners.experiment import Cell, DriftlabError, Experiment, Options, artifact, derive_seed
 from scenarios.schedules import load_schedules
 from scenarios.workload import Workload, load_workloads
-from vocabulary.revalidation import MUTATION_CLASSES, Outcome
+from vocabulary.revalidation import MUTATION_CLASSES
 
 DEFAULT_MECHANISMS = ("NoCheck", "VersionAbort", "FullScan", "ATR")
 REPETITIONS = {"quick": 20, "paper": 2000}
-
-
-def dominated_prelude(workload: Workload, oracle: Outcome) -> str:
-    """Schedule s7's first change: the strongest class the case's oracle still dominates.
-
-    The rule lives in :func:`scenarios.oracle.prelude_class`, so that the loader proves, for every
-    prelude + variant pair, that the oracle does not depend on the schedule."""
-    return prelude_class(oracle)
-
-
-def pick_changes(workload: Workload, mutation_class: str, schedule, rng: random.Random) -> tuple[int, list]:
-    """(variant index, the groups of changes to land): the case's variant, after s7's prelude if any."""
-    mutation = workload.mutations[mutation_class]
-    variant = rng.randrange(len(mutation.variants))
-    changes = [mutation.variants[variant]]
-    if schedule.prelude == "dominated":
-        first = workload.mutations[dominated_prelude(workload, mutation.oracle)]
-        changes.insert(0, first.variants[rng.randrange(len(first.variants))])
-    return variant, changes
-
-
-def run_schedule(workload: Workload, changes: list, schedule, mechanism, dependencies=None):
-    """Decide, land ``changes`` at the schedule's lifecycle point, validate and release: (Release, txn, store)."""
-    store = MemoryStore(workload.initial_state())
-    txn = decide(workload, store, dependencies)
-
-    def land() -> None:
-        for group in changes:
-            store.write({c.ref: c.value for c in group})
-
-    if schedule.lands == "parked":
-        blob = checkpoint(txn, workload)
-        land()
-        txn = resume(blob, workload)
-    elif schedule.lands != "validation_commit_gap":
-        land()  # after_decision, tool_wait, approval, after_approval: the agent only waits there
-    gap = land if schedule.lands == "validation_commit_gap" else None
-    return release(txn, store, mechanism, between_check_and_commit=gap), txn, store
 
 
 def run_execution(workload: Workload, mutation_class: str, schedule, mechanism, seed: int) -> dict:
@@ -82,24 +40,6 @@ def run_execution(workload: Workload, mutation_class: str, schedule, mechanism, 
     }
 
 
-def lazy(dotted: str):
-    """``module:function`` called on first use, so that running cells never imports pandas' plotting stack."""
-    module, _, attr = dotted.partition(":")
-
-    def call(*args):
-        return getattr(importlib.import_module(module), attr)(*args)
-
-    call.__name__ = call.__qualname__ = attr
-    call.__doc__ = f"{dotted}, imported on first use"
-    return call
-
-
-def artifact(name: str) -> Artifact:
-    """The revalidation artifact ``name``: analysis/<name>.py (table, report) and figures/<name>.py (draw)."""
-    return Artifact(name, table=lazy(f"analysis.{name}:table"), report=lazy(f"analysis.{name}:report"),
-                    draw=lazy(f"figures.{name}:draw"))
-
-
 class RevalidationOutcomes(Experiment):
     name = "revalidation_outcomes"
     family = "revalidation"
@@ -112,10 +52,13 @@ class RevalidationOutcomes(Experiment):
         rows = table[(table["workload"] == "all") & (table["mutation_class"] == "all")]
         return rows.drop(columns=["workload", "mutation_class"])
 
+    def listing(self) -> list[tuple[str, str]]:
+        return [(f"schedule {s.id}", s.description.splitlines()[0][:90]) for s in load_schedules()]
+
     def check(self, options: Options) -> None:
         load_workloads(tuple(options.scenario_dirs))
-        for m in options.mechanisms or DEFAULT_MECHANISMS:
-            resolve(m)
+        for m in options.mechanisms_for("revalidation") or DEFAULT_MECHANISMS:
+            resolve(m, "revalidation")
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         workloads = load_workloads(tuple(options.scenario_dirs))
@@ -125,13 +68,13 @@ class RevalidationOutcomes(Experiment):
             raise DriftlabError(f"--repetitions must be at least 1, got {reps}")
         return [Cell(self.name, (("workload", w), ("mutation_class", c), ("schedule", s.id), ("mechanism", m)), reps, seed)
                 for w in workloads for c in MUTATION_CLASSES for s in schedules
-                for m in options.mechanisms or DEFAULT_MECHANISMS]
+                for m in options.mechanisms_for("revalidation") or DEFAULT_MECHANISMS]
 
     def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
         p = cell.p
         workload = load_workloads(tuple(options.scenario_dirs))[p["workload"]]
         schedule = {s.id: s for s in load_schedules()}[p["schedule"]]
-        mechanism = resolve(p["mechanism"])()
+        mechanism = resolve(p["mechanism"], "revalidation")()
         rows = []
         for rep in range(cell.repetitions):
             seed = derive_seed(cell.seed, p["workload"], p["mutation_class"], p["schedule"], rep)
