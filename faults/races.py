@@ -56,7 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from runners.interleaving import AWAIT, BLOCKS, ByVariant, Step, Together, by_variant
+from faults.interleaving import AWAIT, BLOCKS, ByVariant, Step, Together, by_variant
 
 BINDINGS: dict[str, str] = {
     "target_cas": "target-only compare-and-set: UPDATE target ... WHERE id = ? AND version = <target token>",

@@ -35,50 +35,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
+from faults.interleaving import AWAIT, BLOCKS, ByVariant, Step, Together, by_variant  # noqa: F401 - the step language
 from runners.processes import ActorProcess, start_instant
 from vocabulary import FAIL, INDETERMINATE, OK, Operation
 
-BLOCKS = "blocks"
-"""Expected result of a step that must still be waiting when the next step runs (collected by ``await``)."""
-AWAIT = "await"
 REPLY_TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True)
-class ByVariant:
-    """An expected result that depends on the run's variant."""
-
-    expected: Mapping[str, Any]
-
-    def __getitem__(self, variant: str) -> Any:
-        if variant not in self.expected:
-            raise KeyError(f"no expectation for variant {variant!r} (declared: {', '.join(self.expected)})")
-        return self.expected[variant]
-
-
-def by_variant(**expected: Any) -> ByVariant:
-    return ByVariant(expected)
-
-
-@dataclass(frozen=True)
-class Step:
-    """``actor`` performs ``op`` (with ``args``); ``expect`` is its result (a dict: these keys of it)."""
-
-    actor: str
-    op: str
-    args: Mapping[str, Any] = field(default_factory=dict)
-    expect: Any = None
-
-
-@dataclass(frozen=True)
-class Together:
-    """Steps of different actors started at the same instant, truly concurrently.
-
-    ``expect`` counts the results, e.g. ``{"committed": 1, "rejected": 1}``.
-    """
-
-    steps: tuple[Step, ...]
-    expect: Any = None
 
 
 class Script(Protocol):
