@@ -118,27 +118,22 @@ class ForkedExecutor:
         self.kills: list[tuple[int, int]] = []  # (pid, exit code) of every killed child
 
     def call(self, call: str, args: dict, label: str, crash: tuple[str, str] | None = None) -> CallResult:
-        rfd, wfd = os.pipe()
+        from runners.resume_zygote import zygote
+
         start = time.time()
-        pid = fork_start(_call_child, (os.getpid(), rfd, wfd, self.runtime, self.backend.to_dict(),
-                                       self.graph.to_dict(), call, args, label, crash))
-        os.close(wfd)
-        try:
-            line = _read_line(rfd, CALL_TIMEOUT_S)
-        finally:
-            os.close(rfd)
-        if line.startswith(b"R"):
-            code = kill(pid)
-            self.kills.append((pid, code))
+        reply = zygote().call({"runtime": self.runtime, "backend": self.backend.to_dict(), "graph": self.graph.to_dict(),
+                               "call": call, "args": args, "label": label, "crash": list(crash) if crash else None,
+                               "timeout": CALL_TIMEOUT_S})
+        pid = reply["pid"]
+        if reply["killed"]:
+            self.kills.append((pid, reply["code"]))
             return CallResult("indeterminate", None, start, None, pid, True, f"SIGKILL at {crash[0]} of {crash[1]}")
-        if line.endswith(b"T"):
-            code = kill(pid)
-            return CallResult("indeterminate", None, start, None, pid, False, f"no answer in {CALL_TIMEOUT_S} s")
-        code = wait(pid)
-        if line.startswith(b"S"):
-            result = status_from(json.loads(line[1:]))
+        if "status" in reply:
+            result = status_from(reply["status"])
             return CallResult(outcome(result), result, start, time.time(), pid, False)
-        return CallResult("fail", None, start, time.time(), pid, False, f"the call's process exited with code {code}")
+        if str(reply.get("error", "")).startswith("no answer"):
+            return CallResult("indeterminate", None, start, None, pid, False, reply["error"])
+        return CallResult("fail", None, start, time.time(), pid, False, reply.get("error", ""))
 
 
 class InProcessExecutor:

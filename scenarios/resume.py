@@ -96,6 +96,14 @@ class ConcurrencyGrid:
     repetitions: dict[str, int]
     value: str = "yes"
     description: str = ""
+    quick_k: tuple[int, ...] = ()  # the quick profile's subset of k (empty: all)
+    quick_jitter_ms: tuple[float, ...] = ()  # the quick profile's subset of jitters (empty: all)
+
+    def grid(self, profile: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
+        """(k values, jitter values) of a profile: the full grid for paper, the declared subset for quick."""
+        if profile == "quick":
+            return self.quick_k or self.k, self.quick_jitter_ms or self.jitter_ms
+        return self.k, self.jitter_ms
 
 
 def _need(path: Path, raw: dict, key: str, kind: type | tuple) -> Any:
@@ -200,9 +208,16 @@ def _concurrency(path: Path, raw: dict) -> ConcurrencyGrid:
     reps = _need(path, raw, "repetitions", dict)
     if set(reps) != {"quick", "paper"} or not all(isinstance(v, int) and v >= 1 for v in reps.values()):
         raise ScenarioError(f"{path}: repetitions: {{quick = N, paper = N}} with N >= 1")
-    return ConcurrencyGrid(_name(path, raw), "concurrency", str(raw.get("graph", "approval")), backends, k,
-                           _ints(path, raw, "jitter_ms", float), dict(reps), str(raw.get("value", "yes")),
-                           str(raw.get("description", "")))
+    jitter = _ints(path, raw, "jitter_ms", float)
+    quick = raw.get("quick", {})
+    if not isinstance(quick, dict) or set(quick) - {"k", "jitter_ms"}:
+        raise ScenarioError(f"{path}: quick: a table with k and/or jitter_ms (subsets of the grid)")
+    qk = _ints(path, quick, "k") if "k" in quick else ()
+    qj = _ints(path, quick, "jitter_ms", float) if "jitter_ms" in quick else ()
+    if not set(qk) <= set(k) or not set(qj) <= set(jitter):
+        raise ScenarioError(f"{path}: quick: its k and jitter_ms must be subsets of the grid's")
+    return ConcurrencyGrid(_name(path, raw), "concurrency", str(raw.get("graph", "approval")), backends, k, jitter,
+                           dict(reps), str(raw.get("value", "yes")), str(raw.get("description", "")), qk, qj)
 
 
 def parse_scenario(path: Path, raw: dict[str, Any]):

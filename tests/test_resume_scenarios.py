@@ -3,7 +3,7 @@
 Catches: a parser that accepts a malformed cell (planted: an unknown crash
 point, a fork without its new run, a graph with two interrupts) or answers
 with more than one line; an oracle that counts a fork as a whole new run
-(planted bug: fork_twice would expect 12 effects, not 10); tables whose
+(planted bug: fork_twice would expect 9 effects, not 7); tables whose
 columns drift from issue 10's lists; records that change between two runs
 with the same seed.
 """
@@ -67,8 +67,8 @@ def test_user_cell_loads_and_graph_with_two_interrupts_is_refused(tmp_path):
 def test_oracle_counts_effects_per_run_and_per_fork():
     """Planted bug: a fork counted as a whole run (its pre-interrupt effect was fired by its source)."""
     graphs = by_kind(SCEN, "graph")
-    assert expected_effects(SCEN["baseline"], cell_graph(SCEN["baseline"], graphs)) == 2 * 3
-    assert expected_effects(SCEN["fork_twice"], cell_graph(SCEN["fork_twice"], graphs)) == 2 * (3 + 2 + 2)
+    assert expected_effects(SCEN["recover_twice"], cell_graph(SCEN["recover_twice"], graphs)) == 2 * 3
+    assert expected_effects(SCEN["fork_twice"], cell_graph(SCEN["fork_twice"], graphs)) == 3 + 2 + 2
 
 
 def test_tables_have_the_issues_columns_and_records_repeat(tmp_path):
