@@ -28,7 +28,9 @@ What LangGraph does is left to LangGraph:
 Named points: ``before_node``/``after_effect`` (in ``run_node``),
 ``after_node_before_checkpoint`` (the body returned; LangGraph has not
 written the step's checkpoint), ``during_checkpoint_write`` (inside the
-saver's ``put``, before it writes), ``parked`` (the invoke that parked
+saver's ``put``, before it writes, once the node's writes are stored: with the
+sync savers the adapter waits for them, as LangGraph stores them from another
+thread), ``parked`` (the invoke that parked
 returned) and ``after_resume_consumed`` (the node after the interrupt is
 about to start: with ``durability="sync"`` the interrupt node's checkpoint is
 durable there; with ``async``/``exit`` it may not be — that is LangGraph's
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -186,7 +189,32 @@ class LangGraphRuntime(DurableRuntime):
     def _checkpoint_point(self, config, metadata) -> None:
         step = metadata.get("step", -1)  # LangGraph's step s >= 1 is written after node s - 1 of a linear graph
         if metadata.get("source") == "loop" and 1 <= step <= len(self.graph.nodes):
-            self.point(DURING_CHECKPOINT_WRITE, str(config["configurable"]["thread_id"]), step - 1)
+            run_id = str(config["configurable"]["thread_id"])
+            # only where the harness will stop (its hooks name the point); "exit" stores no writes before it
+            stops_here = tuple(getattr(self.hooks, "crash", None) or ()) == (DURING_CHECKPOINT_WRITE,
+                                                                             self.graph.nodes[step - 1].name)
+            if stops_here and self._aloop is None and self.durability != "exit":
+                self._writes_stored(config)
+            self.point(DURING_CHECKPOINT_WRITE, run_id, step - 1)
+
+    def _writes_stored(self, config, timeout_s: float = 2.0) -> None:
+        """Wait until the node's writes are stored on the checkpoint this one follows.
+
+        LangGraph saves a task's writes and the next checkpoint from two
+        threads; the point "during the checkpoint write" is the moment the
+        node's writes are durable and its checkpoint is not (before them it is
+        ``after_node_before_checkpoint``), so a kill there is one state, not a race.
+        """
+        parent = {"configurable": {k: config["configurable"][k] for k in ("thread_id", "checkpoint_ns", "checkpoint_id")
+                                   if k in config["configurable"]}}
+        if not parent["configurable"].get("checkpoint_id"):
+            return
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            tup = self.saver.get_tuple(parent)
+            if tup is None or any(ch == "log" for _t, ch, _v in tup.pending_writes or ()):
+                return
+            time.sleep(0.001)
 
     def fire_effect(self, run_id: str, task: str, key: str, payload: str) -> bool:
         if self.effects is None:
