@@ -13,7 +13,10 @@ class over the workloads (``all/<class>``) and over everything (cell
   and the counts of :mod:`analysis.revalidation_counting` (the one
   definition every revalidation table uses);
 - **premises_per_change** — premises the resumed process evaluated, per
-  change the second actor made, averaged over executions.
+  change the second actor made, averaged over executions;
+- **valid**, **invalid**, **unknown** — the ``oracle_agreement`` checker's
+  verdicts on the cell's history (an execution whose step process died is
+  unknown, never valid).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from vocabulary.revalidation import MUTATION_CLASSES
 
 KEYS = ["workload", "mutation_class", "mechanism"]
 COLUMNS = ["workload", "mutation_class", "cell", "mechanism", "executions", "oracle_agreement", "released",
-           "invalid_effects", "false_allows", "premises_per_change"]
+           "invalid_effects", "false_allows", "premises_per_change", "valid", "invalid", "unknown"]
 
 
 def cell_names(records: pd.DataFrame) -> pd.Series:
@@ -51,11 +54,14 @@ def _aggregate(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         "invalid_effects": g["invalid_effect"].sum(),
         "false_allows": g["false_allow"].sum(),
         "premises_per_change": g["premises_per_change"].mean(),
+        **{v: g[v].sum() for v in ("valid", "invalid", "unknown")},
     }).reset_index()
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
-    counted = with_counts(records, KEYS).assign(released=records["released"].astype(bool).to_numpy())
+    verdicts = records["verdict"] if "verdict" in records else pd.Series("unknown", index=records.index)
+    counted = with_counts(records, KEYS).assign(released=records["released"].astype(bool).to_numpy(),
+                                                **{v: (verdicts == v).to_numpy() for v in ("valid", "invalid", "unknown")})
     out = _aggregate(with_all(counted, ["workload", "mutation_class"]), KEYS)
     both_all = (out["workload"] == "all") & (out["mutation_class"] == "all")
     out["cell"] = (out["workload"] + "/" + out["mutation_class"]).where(~both_all, "all")
@@ -66,7 +72,7 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
     out["mechanism"] = pd.Categorical(out["mechanism"], list(dict.fromkeys(records["mechanism"])), ordered=True)
     out = out.sort_values(KEYS).reset_index(drop=True)[COLUMNS]
     return out.astype({"workload": str, "mutation_class": str, "mechanism": str, "released": int,
-                       "invalid_effects": int, "false_allows": int})
+                       "invalid_effects": int, "false_allows": int, "valid": int, "invalid": int, "unknown": int})
 
 
 def cells_only(tab: pd.DataFrame) -> pd.DataFrame:

@@ -136,7 +136,7 @@ def records() -> pd.DataFrame:
     experiment, options = RevalidationDurable(), Options(extra={"repetitions": 3})
     frames = []
     for cell in experiment.cells("quick", 7, options):
-        frame = pd.DataFrame(experiment.run_cell(cell, options))
+        frame = pd.DataFrame(experiment.run_cell(cell, options).records)
         for key, value in cell.params:
             frame[key] = value
         frames.append(frame)
@@ -194,3 +194,30 @@ def test_table_and_report(records):
     least = next(r for m, r in rows.items() if m.startswith("ATR: executions agreeing with the oracle, least"))
     assert least["ours"].startswith("3 of 3") and least["paper"].startswith("100 of 100")
     assert "The 10 cells are the lab's choice" in section.notes and "2 workloads (**refund**, **procurement**)" in section.notes
+
+
+def test_the_oracle_agreement_checker_judges_every_execution(records):
+    """Planted bug caught: a checker that passes NoCheck's released REPLAN/BLOCK effects."""
+    for m in ("ATR", "FullScan"):
+        assert (records.loc[records["mechanism"] == m, "verdict"] == "valid").all()
+    nocheck = records[records["mechanism"] == "NoCheck"]
+    assert ((nocheck["verdict"] == "invalid") == (nocheck["oracle"] != "KEEP")).all()
+    tab = analysis.table(records).set_index(["cell", "mechanism"])
+    assert tab.loc[("all", "NoCheck"), "invalid"] == (nocheck["oracle"] != "KEEP").sum()
+    assert tab.loc[("all", "ATR"), "unknown"] == 0
+
+
+def test_a_step_whose_process_dies_is_indeterminate_and_its_execution_unknown(tmp_path):
+    """Planted bug caught: a dead release step aborting the cell, or being counted as a valid execution."""
+    from analysis.checkers.revalidation import OracleAgreement
+    from runners.experiment import Cell
+    from vocabulary import Verdict
+
+    experiment, options = RevalidationDurable(), Options(extra={"repetitions": 2})
+    cell = Cell(experiment.name, (("workload", "refund"), ("mutation_class", "blocking"),
+                                  ("mechanism", "toy_family.killer:Killer")), 2, 7)
+    out = experiment.run_cell(cell, options)
+    assert out.records["outcome"] == ["UNKNOWN", "UNKNOWN"] and out.records["verdict"] == ["unknown", "unknown"]
+    dead = [op for op in out.history.operations if op.indeterminate]
+    assert len(dead) == 2 and {op.name for op in dead} == {"release"} and all(op.end is None for op in dead)
+    assert OracleAgreement().check(out.history).verdict is Verdict.UNKNOWN

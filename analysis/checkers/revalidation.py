@@ -262,7 +262,62 @@ class RuleHoldsAtCommit:
         return Witness(tuple(e.op.index for e in placed) + (op.index,), text)
 
 
-CHECKERS = {c.name: c for c in (OneCommitPerPair(), RuleHoldsAtCommit())}
+# ------------------------------------------------------------------ oracle agreement (durable cells)
+RELEASE = "release"
+INVALID_WHEN_RELEASED = ("REPLAN", "BLOCK")
+
+
+class OracleAgreement:
+    """The mechanism's decision agrees with the scenario's declared oracle, and no invalid effect was released.
+
+    Reads ``release`` operations (one per execution group): ``value`` holds ``oracle`` (from the
+    scenario file, proven against its rules at load time), ``outcome``, ``released`` and
+    ``payload_stale``.  INVALID when the outcome differs from the oracle, naming what was released
+    (an effect released although the oracle is REPLAN or BLOCK, or with a stale payload, is an invalid
+    effect); UNKNOWN when the release step's process died (it may or may not have committed) or never
+    ran; VALID otherwise.
+    """
+
+    name = "oracle_agreement"
+    family = "revalidation"
+
+    def judge(self, history: History) -> list[GroupVerdict]:
+        out = []
+        for group, ops in history.groups().items():
+            release = next((op for op in ops if op.name == RELEASE), None)
+            if release is None:
+                if any(op.indeterminate for op in ops):
+                    dead = next(op for op in ops if op.indeterminate)
+                    out.append(GroupVerdict(group, Verdict.UNKNOWN, Witness((dead.index,), (
+                        f"execution {group}: {dead.actor}'s {dead.name} died (status indeterminate), so the release "
+                        "never ran: the outcome is unknown, not valid"))))
+                continue
+            out.append(self._one(group, release))
+        return out
+
+    def _one(self, group: Any, op: Operation) -> GroupVerdict:
+        v = op.value
+        if op.indeterminate:
+            return GroupVerdict(group, Verdict.UNKNOWN, Witness((op.index,), (
+                f"execution {group}: the release by {op.actor} died before answering; whether the effect committed "
+                "is unknown")))
+        if v.get("outcome") == v.get("oracle"):
+            return GroupVerdict(group, Verdict.VALID)
+        released = bool(v.get("released"))
+        if released and v.get("oracle") in INVALID_WHEN_RELEASED:
+            what = f"released the effect although the oracle is {v['oracle']}: an invalid effect (a false allow)"
+        elif released and v.get("payload_stale"):
+            what = "released the effect with a stale payload although the oracle is REFRESH: an invalid effect"
+        else:
+            what = f"decided {v.get('outcome')} where the declared rules imply {v.get('oracle')}"
+        return GroupVerdict(group, Verdict.INVALID, Witness((op.index,), (
+            f"execution {group}: {op.actor} ({v.get('mechanism', 'the mechanism')}) {what}.")))
+
+    def check(self, history: History) -> CheckResult:
+        return _combine(self.name, self.judge(history), "executions")
+
+
+CHECKERS = {c.name: c for c in (OneCommitPerPair(), RuleHoldsAtCommit(), OracleAgreement())}
 
 
 def verdicts_by_group(history: History, checkers: Iterable = ()) -> dict[Any, GroupVerdict]:

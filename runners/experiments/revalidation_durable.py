@@ -43,11 +43,14 @@ import os
 import random
 import sqlite3
 import tempfile
+import time
 from pathlib import Path
 
 from mechanisms import resolve
 from runners.agent import checkpoint, decide, release, resume
-from runners.experiment import Cell, DriftlabError, Experiment, Options, artifact, derive_seed
+from analysis.checkers.revalidation import RELEASE, OracleAgreement
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
+from vocabulary import INDETERMINATE, OK, History, Operation
 from runners.processes import StepServer, fork_call as fork_step  # noqa: F401 - the generic helpers live there now
 from runners.sqlite_store import SqliteStore, connect
 from scenarios.workload import Workload, load_workloads, parse_workload
@@ -110,6 +113,10 @@ def resume_and_release(folder: str, rep: int, workload_path: str, mechanism_name
     _persist(workflow, rep, "resume", "INSERT INTO results VALUES (?, ?)", (rep, json.dumps(row)))
 
 
+#: What an execution whose step died records: nothing was observed, so nothing is claimed.
+UNKNOWN_RESULT = {"outcome": "UNKNOWN", "released": False, "payload_stale": False, "premises_evaluated": 0,
+                  "validations": 0, "commit_attempts": 0, "validation_us": 0.0, "failed": "", "checkpoint_bytes": 0}
+
 STEPS = {step.__name__: step for step in (decide_and_park, second_actor, resume_and_release)}
 
 
@@ -146,26 +153,50 @@ class Workspace:
             self.workflow.close()
             self._tmp.cleanup()
 
-    def execute(self, workload: Workload, mutation_class: str, mechanism_name: str, seed: int, rep: int) -> dict:
-        """One durable execution; returns its record (without the cell's key columns)."""
+    def execute(self, workload: Workload, mutation_class: str, mechanism_name: str, seed: int, rep: int,
+                history: list[Operation] | None = None) -> dict:
+        """One durable execution; returns its record (without the cell's key columns).
+
+        Each step's process becomes one operation of ``history`` (group = repetition).  A step whose
+        process exits abnormally is recorded ``indeterminate`` and the execution stops there: its record
+        says outcome ``UNKNOWN`` and the oracle-agreement checker calls it unknown, never valid.
+        """
+        history = [] if history is None else history
         mutation = workload.mutations[mutation_class]
         variant = random.Random(seed).randrange(len(mutation.variants))
         changes = {c.ref: c.value for c in mutation.variants[variant]}
         folder, path = str(self.folder), business_db(self.folder, rep)
         store = SqliteStore.create(path, workload.initial_state())
+        steps = ((decide_and_park, "agent", "decide", (folder, rep, str(workload.path)), {}),
+                 (second_actor, "second_actor", "mutate", (folder, rep, changes), {"changes": changes}),
+                 (resume_and_release, "agent", RELEASE, (folder, rep, str(workload.path), mechanism_name), {}))
+        died = False
         try:
-            self.server.run(decide_and_park, folder, rep, str(workload.path))
-            self.server.run(second_actor, folder, rep, changes)
-            self.server.run(resume_and_release, folder, rep, str(workload.path), mechanism_name)
+            for step, actor, op, args, value in steps:
+                start = time.perf_counter()
+                pid, code = self.server.call(step, *args)
+                end = time.perf_counter()
+                if code != 0:
+                    history.append(Operation(len(history), f"{actor}[{pid}]", op, INDETERMINATE, start, None,
+                                             {"group": rep, "exit_code": code, **value}))
+                    died = True
+                    break
+                if op == RELEASE:
+                    (row_text,) = self.workflow.execute("SELECT row FROM results WHERE repetition = ?", (rep,)).fetchone()
+                    result = json.loads(row_text)
+                    value = {"mechanism": mechanism_name, "oracle": mutation.oracle.name,
+                             **{k: result[k] for k in ("outcome", "released", "payload_stale")}}
+                history.append(Operation(len(history), f"{actor}[{pid}]", op, OK, start, end, {"group": rep, **value}))
             log, _ = store.changes_since(0)
         finally:
             store.close()
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
-        (row,) = self.workflow.execute("SELECT row FROM results WHERE repetition = ?", (rep,)).fetchone()
         pids = {pid for (pid,) in self.workflow.execute("SELECT pid FROM steps WHERE repetition = ?", (rep,))}
-        return {"variant": variant, "oracle": mutation.oracle.name, "changes": len(changes), **json.loads(row),
-                "effect_committed": len(log) > len(changes), "processes": len(pids | {os.getpid()})}
+        base = {"variant": variant, "oracle": mutation.oracle.name, "changes": len(changes)}
+        if died:
+            return {**base, **UNKNOWN_RESULT, "effect_committed": len(log) > len(changes), "processes": len(pids | {os.getpid()})}
+        return {**base, **result, "effect_committed": len(log) > len(changes), "processes": len(pids | {os.getpid()})}
 
 
 class RevalidationDurable(Experiment):
@@ -193,11 +224,16 @@ class RevalidationDurable(Experiment):
     def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
         p = cell.p
         workload = load_workloads(tuple(options.scenario_dirs))[p["workload"]]
-        rows = []
+        rows, ops = [], []
         with Workspace(options.scratch) as space:
             for rep in range(cell.repetitions):
                 seed = derive_seed(cell.seed, self.name, p["workload"], p["mutation_class"], rep)
                 rows.append({"repetition": rep, "seed": seed,
-                             **space.execute(workload, p["mutation_class"], p["mechanism"], seed, rep)})
-        return {k: [r[k] for r in rows] for k in rows[0]}
+                             **space.execute(workload, p["mutation_class"], p["mechanism"], seed, rep, ops)})
+        history = History("revalidation", tuple(ops), {"cell": cell.id, "workload": p["workload"],
+                                                       "mechanism": p["mechanism"]})
+        judged = {g.group: g.verdict.value for g in OracleAgreement().judge(history)}
+        for row in rows:
+            row["verdict"] = judged.get(row["repetition"], "unknown")
+        return CellOutput({k: [r[k] for r in rows] for k in rows[0]}, history)
 
