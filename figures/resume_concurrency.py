@@ -18,9 +18,16 @@ def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
     fig, axes = plt.subplots(1, len(backends), figsize=(5 * len(backends), 3.6), squeeze=False, sharey=True)
     for ax, be in zip(axes[0], backends):
         t = table[table["backend"] == be]
+        ks = sorted(set(table["k"]))
+        ax.plot(ks, [1 / k for k in ks], color="black", ls=":", lw=1, label="1/k: one effect per race")
+        runtimes = sorted(set(t["runtime"]))
+        jitters = sorted(set(t["jitter_ms"]))
         for (rt, j), g in t.groupby(["runtime", "jitter_ms"], sort=True):
             g = g.sort_values("k")
-            ax.plot(g["k"], g["saturation"], marker="o", label=f"{rt}, jitter {j:g} ms")
+            i = runtimes.index(rt)
+            ax.plot(g["k"], g["saturation"], marker="os^vDP*x"[i % 8], ms=7 - 4 * jitters.index(j) / max(1, len(jitters)),
+                    ls=["-", "--", "-.", ":"][jitters.index(j) % 4], alpha=0.8, color=f"C{i}",
+                    label=f"{rt}, jitter {j:g} ms")
         ax.set_title(be)
         ax.set_xlabel("k concurrent resumers")
         ax.set_xscale("log", base=2)

@@ -31,6 +31,6 @@ def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
     ax.set_ylim(len(switches), 0)
     ax.set_xticks([j + 0.5 for j in range(len(ORDER))], ORDER)
     ax.set_yticks([i + 0.5 for i in range(len(switches))], switches)
-    ax.set_title("property broken by each fault switch (x); red edge: differs from the paper")
+    ax.set_title("property broken by each fault switch (x)\nred edge: differs from the paper", fontsize=10)
     fig.tight_layout()
     return save(fig, out)
