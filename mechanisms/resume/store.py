@@ -57,12 +57,15 @@ class Sql:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = OFF")  # a SIGKILL loses nothing the OS holds; power loss is not measured
         else:
-            import psycopg
-
-            self.conn = psycopg.connect(target, autocommit=True)
-            if schema:
-                self.conn.execute(f'SET search_path TO "{schema}"')  # schema names are the lab's own (checked)
+            self.conn = _pg_connection(target)
+            self.restore()
         self._in_tx = False
+
+    def restore(self) -> None:
+        """PostgreSQL: both stores' schemas on the search path (their table names differ; one connection serves both)."""
+        if self.kind == "postgres" and self.schema:
+            base = self.schema.removesuffix("_ledger")
+            self.conn.execute(f'SET search_path TO "{base}", "{base}_ledger"')  # names are the lab's own (checked)
 
     def q(self, sql: str) -> str:
         return sql if self.kind == "sqlite" else sql.replace("?", "%s")
@@ -91,6 +94,7 @@ class Sql:
         self.execute("COMMIT")
 
     def create_schema(self) -> None:
+        """PostgreSQL: create this store's schema and put it alone on the search path (call :meth:`restore` after)."""
         if self.kind == "postgres" and self.schema:
             self.conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             self.conn.execute(f'SET search_path TO "{self.schema}"')
@@ -103,6 +107,34 @@ class Sql:
             self.conn.close()
         except Exception:  # noqa: BLE001 - closing a connection whose server went away
             pass
+
+
+_PG: dict[tuple[int, str], Any] = {}
+CONNECT_RETRY_S = 60
+
+
+def _pg_connection(dsn: str):
+    """One PostgreSQL connection per process and DSN, shared by the checkpoint store and the ledger.
+
+    k racers on two parallel cells would otherwise hold 4k connections; a
+    server that is full ("too many clients") is retried for up to a minute."""
+    import psycopg
+
+    key = (os.getpid(), dsn)
+    conn = _PG.get(key)
+    if conn is not None and not conn.closed:
+        return conn
+    deadline = time.monotonic() + CONNECT_RETRY_S
+    while True:
+        try:
+            conn = psycopg.connect(dsn, autocommit=True)
+            break
+        except psycopg.OperationalError as exc:
+            if "too many clients" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    _PG[key] = conn
+    return conn
 
 
 def _check_namespace(namespace: str) -> str:
@@ -159,6 +191,7 @@ class EffectLedger:
         s.execute(f"CREATE TABLE IF NOT EXISTS trace (seq {s.serial()}, run_id TEXT NOT NULL, step INTEGER, "
                   "node TEXT, kind TEXT, value TEXT, pid BIGINT, op TEXT, at DOUBLE PRECISION)")
         s.execute("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, n BIGINT NOT NULL)")
+        s.restore()
 
     def fire(self, run_id: str, task: str, key: str, payload: str, op: str = "", idem: str | None = None) -> bool:
         """Append one firing; with ``idem``, a key already in the ledger fires nothing (returns False)."""
@@ -215,6 +248,7 @@ class CheckpointTables:
         s.execute("CREATE TABLE IF NOT EXISTS intents (idem TEXT PRIMARY KEY, run_id TEXT, task TEXT, key TEXT, "
                   "state TEXT, at DOUBLE PRECISION)")
         s.execute("CREATE TABLE IF NOT EXISTS outcomes (origin TEXT PRIMARY KEY, value TEXT)")
+        s.restore()
 
     # ---- checkpoints
     def insert(self, cp: Checkpoint, origin: str | None = None) -> None:
