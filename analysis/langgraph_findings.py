@@ -10,8 +10,11 @@ guard as ``langgraph+guard``.  Every "ours" below is computed from the tables
 of ``resume_faults`` and ``resume_concurrency`` (pure functions of records);
 where today's release behaves differently from 1.2.9, the note says so.
 
-Call :func:`note` from a report section (it returns one paragraph; "" when
-the run has no LangGraph rows) or :func:`section` for a section of its own.
+Call :func:`note` from a report section with the tables it has (e.g.
+``note(faults=tab)`` in ``resume_faults``, ``note(concurrency=tab)`` in
+``resume_concurrency``): one paragraph on the findings those tables measure,
+"" when they have no LangGraph rows.  :func:`section` makes a section of its
+own from both tables.
 """
 from __future__ import annotations
 
@@ -142,7 +145,9 @@ def note(faults: pd.DataFrame | None = None, concurrency: pd.DataFrame | None = 
              f"langgraph {v['langgraph']} (checkpoint {v['langgraph-checkpoint']}, sqlite saver "
              f"{v['langgraph-checkpoint-sqlite']}, postgres saver {v['langgraph-checkpoint-postgres']})."]
     for f in findings(faults, concurrency):
-        verdict = {True: "reproduced", False: "DIFFERS from 1.2.9", None: "not measured"}[f.reproduced]
+        if f.reproduced is None:  # e.g. the concurrency finding in the fault matrix's section
+            continue
+        verdict = "reproduced" if f.reproduced else "DIFFERS from 1.2.9"
         parts.append(f"Paper: \"{f.claim}\". Today: {f.measured} ({verdict}).")
     if faults is not None and not faults.empty:
         if extra := _by_id_note(faults):
