@@ -173,7 +173,8 @@ def lazy(dotted: str):
     return call
 
 
-def artifact(name: str) -> Artifact:
-    """The revalidation artifact ``name``: analysis/<name>.py (table, report) and figures/<name>.py (draw)."""
+def artifact(name: str, figure: bool = True) -> Artifact:
+    """The artifact ``name`` declared by convention: ``analysis/<name>.py`` (table, report) and, if ``figure``,
+    ``figures/<name>.py`` (draw); imported on first use, so cells never load the plotting stack."""
     return Artifact(name, table=lazy(f"analysis.{name}:table"), report=lazy(f"analysis.{name}:report"),
-                    draw=lazy(f"figures.{name}:draw"))
+                    draw=lazy(f"figures.{name}:draw") if figure else None)

@@ -25,12 +25,9 @@ from __future__ import annotations
 import math
 import random
 
-from analysis import isolation_contract_omission as analysis
-from analysis.artifact import Artifact
 from faults.contract_omission import ContractOmission
-from figures import isolation_contract_omission as figure
 from mechanisms import resolve
-from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, Sweep, derive_seed, points
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, Sweep, artifact, derive_seed, points
 from runners.isolation_runtime import combine, run_scenario
 from scenarios import load_scenarios
 from vocabulary.isolation import COMPATIBILITY_SKEW
@@ -70,7 +67,7 @@ class IsolationContractOmission(Experiment):
     name = "isolation_contract_omission"
     family = "isolation"
     description = "contract omission: share of executions in which SSI admits an incompatible combination vs p"
-    artifacts = (Artifact("isolation_contract_omission", analysis.table, analysis.report, figure.draw),)
+    artifacts = (artifact("isolation_contract_omission"),)
     sweeps = {"contract-omission": Sweep("rates", points(float, 0, 1, "contract omission rates are probabilities "
                                                                       "between 0 and 1"),
                                          "contract omission probabilities, e.g. 0,0.01,0.05,0.1")}

@@ -13,11 +13,8 @@ execution per (profile, witness) in both profiles.
 """
 from __future__ import annotations
 
-from analysis import isolation_levels as analysis
-from analysis.artifact import Artifact
-from figures import isolation_levels as figure
 from mechanisms import resolve
-from runners.experiment import Cell, Experiment, Options, derive_seed
+from runners.experiment import Cell, Experiment, Options, artifact, derive_seed
 from runners.experiment import CellOutput
 from runners.isolation_runtime import combine, judge, run_scenario, verdict_word
 from scenarios import load_scenarios
@@ -47,7 +44,7 @@ class IsolationLevels(Experiment):
     name = "isolation_levels"
     family = "isolation"
     description = "profile x anomaly (paper Table 2), derived by running each anomaly's witness history"
-    artifacts = (Artifact("isolation_levels", analysis.table, analysis.report, figure.draw),)
+    artifacts = (artifact("isolation_levels"),)
 
     def profiles(self, options: Options) -> tuple[str, ...]:
         return tuple(options.mechanisms_for("isolation") or DEFAULT_PROFILES)

@@ -21,15 +21,10 @@ Grid (quick keeps to a few seconds; paper is the full sweep):
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from analysis import isolation_microbench as analysis
-from analysis.artifact import Artifact
-from figures import isolation_microbench as figure
-from runners.experiment import Cell, Experiment, Options, derive_seed
+from runners.benchmark import run_benchmark
+from runners.experiment import Cell, Experiment, Options, artifact, derive_seed
 
 BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "bench_isolation.py"
 ROUNDS = {"quick": 150, "paper": 1000}
@@ -70,7 +65,7 @@ class IsolationMicrobench(Experiment):
     name = "isolation_microbench"
     family = "isolation"
     description = "resolution and merge-validation latency (p50, p95) vs identities x branches, pytest-benchmark"
-    artifacts = (Artifact("isolation_microbench", analysis.table, analysis.report, figure.draw),)
+    artifacts = (artifact("isolation_microbench"),)
     parallel = False  # benchmarks want a quiet machine
     uses_user_scenarios = False
 
@@ -80,29 +75,10 @@ class IsolationMicrobench(Experiment):
 
     def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
         p = cell.p
-        run_dir = Path(options.run_dir) if options.run_dir else Path(".")
-        out_dir = run_dir / "benchmarks"
-        out_dir.mkdir(parents=True, exist_ok=True)
-        json_path = out_dir / "bench_isolation.json"
-        for stale in out_dir.glob(".bench_isolation.*.json.tmp"):
-            stale.unlink(missing_ok=True)
-        tmp = out_dir / f".bench_isolation.{os.getpid()}.json.tmp"
-        scratch = Path(options.scratch) if options.scratch else out_dir
-        work = scratch / "bench_isolation"
-        work.mkdir(parents=True, exist_ok=True)
         # only pytest-benchmark's plugin and no conftest: the benchmark imports what it times, nothing else
-        command = [sys.executable, "-m", "pytest", str(BENCH), "-q", "-p", "no:cacheprovider", "-p",
-                   "pytest_benchmark.plugin", "--noconftest", "--benchmark-disable-gc",
-                   f"--benchmark-json={tmp.resolve()}"]
-        env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "ISOLATION_BENCH_POINTS": json.dumps(grid(p["grid"])),
-               "ISOLATION_BENCH_ROUNDS": str(p["rounds"]),
-               "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
-        done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
-        if done.returncode != 0 or not tmp.exists():
-            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-            tmp.unlink(missing_ok=True)
-            raise RuntimeError(f"benchmark run failed (exit {done.returncode}): {' '.join(command)}\n{tail}")
-        os.replace(tmp, json_path)
-        data = json.loads(json_path.read_text(encoding="utf-8"))
-        name = str(json_path.relative_to(run_dir)) if options.run_dir else str(json_path)
+        data, name = run_benchmark("bench_isolation", BENCH, ["-p", "pytest_benchmark.plugin", "--noconftest",
+                                                              "--benchmark-disable-gc"],
+                                   options.run_dir, options.scratch,
+                                   {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "ISOLATION_BENCH_POINTS": json.dumps(grid(p["grid"])),
+                                    "ISOLATION_BENCH_ROUNDS": str(p["rounds"])})
         return records_from_json(data, cell.seed, name)

@@ -23,11 +23,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from analysis import isolation_retrieval as analysis
-from analysis.artifact import Artifact
-from figures import isolation_retrieval as figure
 from mechanisms import resolve
-from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, derive_seed
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.isolation_retrieval import RetrievalWorld, query_for
 from runners.isolation_runtime import Runtime, combine, history_meta, to_history
 from vocabulary.isolation import Contract, Contracts, Registry
@@ -84,7 +81,7 @@ class IsolationRetrieval(Experiment):
     name = "isolation_retrieval"
     family = "isolation"
     description = "Figure 1: the paused retrieval workflow after an embedding-model deployment, real Qdrant, per profile"
-    artifacts = (Artifact("isolation_retrieval", analysis.table, analysis.report, figure.draw),)
+    artifacts = (artifact("isolation_retrieval"),)
     uses_user_scenarios = False
     seconds_per_execution = 0.005
 

@@ -21,11 +21,8 @@ execution's history.  Deterministic: one execution per cell.
 """
 from __future__ import annotations
 
-from analysis import isolation_runtimes as analysis
-from analysis.artifact import Artifact
-from figures import isolation_runtimes as figure
 from mechanisms import resolve
-from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, derive_seed
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.isolation_runtime import judge, run_scenario, verdict_word
 from scenarios import load_scenarios
 from vocabulary.isolation import ANOMALIES
@@ -45,7 +42,7 @@ class IsolationRuntimes(Experiment):
     name = "isolation_runtimes"
     family = "isolation"
     description = "runtime x anomaly under one fixed deployment schedule, plus the open-world control (paper Table 3)"
-    artifacts = (Artifact("isolation_runtimes", analysis.table, analysis.report, figure.draw),)
+    artifacts = (artifact("isolation_runtimes"),)
 
     def runtimes(self, options: Options) -> tuple[str, ...]:
         return tuple(options.mechanisms_for("isolation") or DEFAULT_RUNTIMES)

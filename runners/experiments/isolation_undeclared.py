@@ -30,10 +30,8 @@ from __future__ import annotations
 
 import random
 
-from analysis import isolation_undeclared as analysis
-from analysis.artifact import Artifact
 from mechanisms import resolve
-from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, derive_seed
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.experiments.isolation_retrieval import DOCUMENTS, open_world_store, search
 from runners.isolation_retrieval import RetrievalWorld, embed, query_for
 from runners.isolation_runtime import Runtime, combine, history_meta, to_history
@@ -87,7 +85,7 @@ class IsolationUndeclared(Experiment):
     name = "isolation_undeclared"
     family = "isolation"
     description = "the retrieval workflow with the contract declared / omitted / stale: SSI alone, fail-closed, inference"
-    artifacts = (Artifact("isolation_undeclared", analysis.table, analysis.report),)
+    artifacts = (artifact("isolation_undeclared", figure=False),)
     uses_user_scenarios = False
     seconds_per_execution = 0.005
 

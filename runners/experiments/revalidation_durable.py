@@ -51,7 +51,7 @@ from runners.agent import checkpoint, decide, release, resume
 from analysis.checkers.revalidation import RELEASE, OracleAgreement
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from vocabulary import INDETERMINATE, OK, History, Operation
-from runners.processes import StepServer, fork_call as fork_step  # noqa: F401 - the generic helpers live there now
+from runners.processes import StepServer
 from runners.sqlite_store import SqliteStore, connect
 from scenarios.workload import Workload, load_workloads, parse_workload
 from vocabulary.revalidation import MUTATION_CLASSES

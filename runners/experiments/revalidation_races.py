@@ -51,10 +51,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from analysis.artifact import Artifact
 from faults.races import CROSS_RESOURCE, RACE_PAIR, Interleaving, expected_commits
 from runners.backends import check_postgres
-from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, derive_seed
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.interleaving import Execution, Interpreter
 from runners.race_actor import REPLY_TIMEOUT_S, RaceDomain
 from runners.race_store import open_store, postgres_dsn
@@ -69,24 +68,6 @@ PLAN = {
 }
 CHUNK = {"quick": 100, "paper": 500}  # executions per cell
 NAN = float("nan")
-
-
-def _table(records):
-    from analysis.revalidation_races import table
-
-    return table(records)
-
-
-def _report(table, records):
-    from analysis.revalidation_races import report
-
-    return report(table, records)
-
-
-def _draw(records, table, out):
-    from figures.revalidation_races import draw
-
-    return draw(records, table, out)
 
 
 def timing(x: Execution) -> dict:
@@ -132,7 +113,7 @@ class RevalidationRaces(Experiment):
     description = "race pairs under version-token CAS; cross-resource histories: target-only CAS vs policy token"
     uses_user_scenarios = False
     seconds_per_execution = 0.02
-    artifacts = (Artifact("revalidation_races", table=_table, report=_report, draw=_draw),)
+    artifacts = (artifact("revalidation_races"),)
 
     def check(self, options: Options) -> None:
         if options.backend not in ("sqlite", "postgres"):

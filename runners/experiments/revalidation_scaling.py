@@ -35,20 +35,16 @@ microseconds are its own host's).
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from mechanisms import resolve
 from runners.agent import decide
-from runners.experiment import Cell, DriftlabError, Experiment, Options, Sweep, derive_seed, points
-from runners.processes import PYTHON, child_env
+from runners.benchmark import run_benchmark
+from runners.experiment import Cell, DriftlabError, Experiment, Options, Sweep, artifact, derive_seed, points
 from runners.stores import MemoryStore
 from scenarios.workload import Workload, load_workloads
-from analysis.artifact import Artifact
 from vocabulary.revalidation import AgentTransaction, Outcome, Store, Validation
 
 #: The paper's read counts, 2^k - 3 for k = 4..12.
@@ -93,24 +89,6 @@ class Floor:
                         if p.severity > outcome:
                             outcome = p.severity
         return Validation(outcome, n, tuple([(r, reads[r]) for r in deps]), failed)
-
-
-def _table(records):
-    from analysis.revalidation_scaling import table
-
-    return table(records)
-
-
-def _report(table, records):
-    from analysis.revalidation_scaling import report
-
-    return report(table, records)
-
-
-def _draw(records, table, out):
-    from figures.revalidation_scaling import draw
-
-    return draw(records, table, out)
 
 
 def scaled_transaction(workload: Workload, reads: int, change: str = CHANGE) -> tuple[AgentTransaction, MemoryStore]:
@@ -186,7 +164,7 @@ class RevalidationScaling(Experiment):
     description = "validation latency of ATR and FullScan vs recorded reads 13..4093 (pytest-benchmark)"
     parallel = False  # benchmarks want a quiet machine
     uses_user_scenarios = False
-    artifacts = (Artifact("revalidation_scaling", table=_table, report=_report, draw=_draw),)
+    artifacts = (artifact("revalidation_scaling"),)
     sweeps = {"reads": Sweep("reads", points(int, 1, 2**16, "read counts must be between 1 and 65536 (a transaction of "
                                           "more reads is beyond what one machine's memory holds for every repetition)"),
                              "recorded reads per point, e.g. 13,29,61,125")}
@@ -200,42 +178,23 @@ class RevalidationScaling(Experiment):
         if low < len(workload.reads):
             raise DriftlabError(f"--reads {low}: the {WORKLOAD} workload's transaction already records "
                                 f"{len(workload.reads)} reads; pick counts of at least {len(workload.reads)}")
-        for m in options.mechanisms or DEFAULT_MECHANISMS:
+        for m in options.mechanisms_for("revalidation") or DEFAULT_MECHANISMS:
             resolve(m)
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         reps = options.extra.get("repetitions") or REPETITIONS[profile]
         rounds = options.extra.get("rounds") or ROUNDS[profile]
         params = (("workload", WORKLOAD), ("change", CHANGE),
-                  ("mechanisms", ",".join(options.mechanisms or DEFAULT_MECHANISMS)),
+                  ("mechanisms", ",".join(options.mechanisms_for("revalidation") or DEFAULT_MECHANISMS)),
                   ("reads_points", ",".join(map(str, self.points(profile, options)))), ("rounds", rounds))
         return [Cell(self.name, params, reps, seed)]
 
     def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
         p = cell.p
-        out_dir = Path(options.run_dir) / "benchmarks"
-        out_dir.mkdir(parents=True, exist_ok=True)
-        json_path = out_dir / "bench_scaling.json"
-        for stale in out_dir.glob(".bench_scaling.*.json.tmp"):  # left by a run killed mid-benchmark
-            stale.unlink(missing_ok=True)
-        tmp = out_dir / f".bench_scaling.{os.getpid()}.json.tmp"
-        command = [*PYTHON, "-m", "pytest", str(BENCHMARKS / "bench_scaling.py"), "-q", "-p", "no:cacheprovider",
-                   f"--benchmark-json={tmp}", f"--scaling-reads={p['reads_points']}",
-                   f"--scaling-mechanisms={p['mechanisms']}", f"--scaling-repetitions={cell.repetitions}",
-                   f"--scaling-rounds={p['rounds']}"]
-        # The working folder never goes first on the benchmark's sys.path (a stray module there would shadow a
-        # package); benchmarks/conftest.py appends it at the end, so a user's own mechanism
-        # (package.module:Class) still resolves from where driftlab was started.
-        env = child_env(DRIFTLAB_PLUGIN_PATH=os.getcwd())
-        # Everything the subprocess leaves (pytest-benchmark's storage, temporary files) stays under the run's scratch/.
-        with tempfile.TemporaryDirectory(prefix="bench_scaling_", dir=options.scratch) as scratch:
-            env.update(TMPDIR=scratch, TEMP=scratch, TMP=scratch)
-            command += [f"--benchmark-storage=file://{scratch}/.benchmarks"]
-            done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
-        if done.returncode != 0 or not tmp.exists():
-            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-            tmp.unlink(missing_ok=True)
-            raise RuntimeError(f"benchmark run failed (exit {done.returncode}): {' '.join(command)}\n{tail}")
-        os.replace(tmp, json_path)
-        data = json.loads(json_path.read_text(encoding="utf-8"))
-        return records_from_json(data, cell.seed, str(json_path.relative_to(options.run_dir)))
+        # benchmarks/conftest.py appends DRIFTLAB_PLUGIN_PATH at the *end* of sys.path, so a user's own
+        # mechanism (package.module:Class) still resolves from where driftlab was started.
+        data, name = run_benchmark("bench_scaling", BENCHMARKS / "bench_scaling.py",
+                                   [f"--scaling-reads={p['reads_points']}", f"--scaling-mechanisms={p['mechanisms']}",
+                                    f"--scaling-repetitions={cell.repetitions}", f"--scaling-rounds={p['rounds']}"],
+                                   options.run_dir, options.scratch, {"DRIFTLAB_PLUGIN_PATH": os.getcwd()})
+        return records_from_json(data, cell.seed, name)

@@ -1,0 +1,45 @@
+"""Benchmark plumbing: run a pytest-benchmark file in a fresh interpreter, keep its JSON in the run folder.
+
+The latency experiments (``revalidation_scaling``, ``isolation_microbench``)
+time their code with pytest-benchmark in a child process, so that nothing
+else of the lab's runner shares the interpreter while it measures.  The
+child starts with ``python -P`` and the parent's ``sys.path``
+(:func:`runners.processes.child_env`), never the working folder first; every
+file it leaves (pytest-benchmark's storage, temporary files) stays under the
+run's ``scratch/``.  The JSON lands atomically at
+``RUN/benchmarks/<name>.json``; the experiment turns it into records.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from runners.processes import PYTHON, child_env
+
+
+def run_benchmark(name: str, bench_file: Path, args: Sequence[str], run_dir: Path | None, scratch: Path | None,
+                  env: Mapping[str, str] | None = None) -> tuple[dict[str, Any], str]:
+    """Run ``bench_file`` with pytest-benchmark; returns (its JSON, the JSON's path relative to the run folder)."""
+    out_dir = Path(run_dir or ".") / "benchmarks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / f"{name}.json"
+    for stale in out_dir.glob(f".{name}.*.json.tmp"):  # left by a run killed mid-benchmark
+        stale.unlink(missing_ok=True)
+    tmp = (out_dir / f".{name}.{os.getpid()}.json.tmp").resolve()
+    with tempfile.TemporaryDirectory(prefix=f"{name}_", dir=scratch) as work:
+        command = [*PYTHON, "-m", "pytest", str(bench_file), "-q", "-p", "no:cacheprovider", f"--benchmark-json={tmp}",
+                   f"--benchmark-storage=file://{work}/.benchmarks", *args]
+        full_env = child_env(**dict(env or {}))
+        full_env.update(TMPDIR=work, TEMP=work, TMP=work)
+        done = subprocess.run(command, cwd=work, env=full_env, capture_output=True, text=True)
+    if done.returncode != 0 or not tmp.exists():
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        tmp.unlink(missing_ok=True)
+        raise RuntimeError(f"benchmark run failed (exit {done.returncode}): {' '.join(command)}\n{tail}")
+    os.replace(tmp, json_path)
+    shown = str(json_path.relative_to(run_dir)) if run_dir else str(json_path)
+    return json.loads(json_path.read_text(encoding="utf-8")), shown
