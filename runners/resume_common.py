@@ -96,6 +96,29 @@ def make_backend(kind: str, options: Options) -> Backend:
     return Backend("postgres", postgres_dsn(), f"driftlab_resume_{tag}")
 
 
+def drop_orphan_schemas() -> list[str]:
+    """Drop PostgreSQL schemas this lab made for a run whose process is gone (``driftlab_resume_r<pid>_<hex>``).
+
+    A run killed before it dropped its stores leaves them behind; a schema of a
+    live process, or of any other name, is left alone."""
+    import re
+
+    import psutil
+    import psycopg
+
+    from runners.race_store import postgres_dsn
+
+    pattern = re.compile(r"^driftlab_resume_r(\d+)_[0-9a-f]{8}(_ledger)?$")
+    dropped = []
+    with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
+        for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'driftlab_resume_r%'").fetchall():
+            m = pattern.match(name)
+            if m and not psutil.pid_exists(int(m.group(1))):
+                conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')  # the name matched the lab's own pattern
+                dropped.append(name)
+    return dropped
+
+
 def discard(backend: Backend) -> None:
     drop_backend(backend)
     if backend.kind == "sqlite":

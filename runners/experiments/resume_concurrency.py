@@ -131,6 +131,8 @@ class ResumeConcurrency(Experiment):
         if "postgres" in backends and rc.postgres_reachable():
             rc.note(f"resume_concurrency: PostgreSQL unreachable ({rc.postgres_reachable()}): postgres cells skipped")
             backends.remove("postgres")
+        elif "postgres" in backends:
+            rc.drop_orphan_schemas()
         ks, jitters = g.grid(profile)
         return [Cell(self.name, (("runtime", rt), ("backend", b), ("k", k), ("jitter_ms", j)), reps, seed)
                 for rt in rc.runtimes(options) for b in backends for k in ks for j in jitters

@@ -44,6 +44,8 @@ class FaultCells(Experiment):
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         reps = self.repetitions(profile, options)
+        if options.backend == "postgres" and not rc.postgres_reachable():
+            rc.drop_orphan_schemas()
         return [Cell(self.name, (("runtime", rt), ("fault_cell", c.name), ("backend", options.backend)), reps, seed)
                 for rt in self.runtime_names(options) for c in rc.fault_cells(options)]
 
