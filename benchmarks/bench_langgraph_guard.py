@@ -4,7 +4,9 @@ Serves issue 9's overhead claim (aim: at most 1.15x): the guard adds a claim
 transaction to a resume (an INSERT ... ON CONFLICT in the saver's database)
 and a strict schema check to every persisted checkpoint and write.  Both
 savers are timed in the same session, interleaved (repetition-major), on a
-real SQLite file (WAL) and on PostgreSQL when it is reachable:
+real SQLite file (WAL, LangGraph's default synchronous=FULL: every commit is
+an fsync), the same on tmpfs (``/dev/shm``: the guard's CPU cost without the
+disk's fsync noise), and on PostgreSQL when it is reachable:
 
 - ``step``: ``invoke`` of a one-node graph on a new thread (the input
   checkpoint, the node's writes, its checkpoint), ``durability="sync"``;
@@ -20,8 +22,11 @@ repetition's guard / stock ratio, per backend and operation.  Run: ``pytest benc
 from __future__ import annotations
 
 import itertools
+import shutil
 import sqlite3
+import tempfile
 import uuid
+from pathlib import Path
 from typing import TypedDict
 
 import pytest
@@ -33,8 +38,10 @@ from langgraph.types import Command, interrupt
 
 from mechanisms.resume.langgraph_guard import GuardedPostgresSaver, GuardedSqliteSaver
 
-SAVERS = {"stock": {"sqlite": SqliteSaver, "postgres": PostgresSaver},
-          "guard": {"sqlite": GuardedSqliteSaver, "postgres": GuardedPostgresSaver}}
+SAVERS = {"stock": {"sqlite": SqliteSaver, "sqlite-tmpfs": SqliteSaver, "postgres": PostgresSaver},
+          "guard": {"sqlite": GuardedSqliteSaver, "sqlite-tmpfs": GuardedSqliteSaver, "postgres": GuardedPostgresSaver}}
+BACKENDS = ("sqlite", "sqlite-tmpfs", "postgres")
+TMPFS = Path("/dev/shm")
 
 
 class State(TypedDict):
@@ -70,10 +77,15 @@ def stores(tmp_path_factory):
     """One database per (saver, backend), shared by the module's points; Postgres schemas dropped at the end."""
     out, cleanup = {}, []
     dsn = _dsn()
-    for kind, backend in itertools.product(SAVERS, ("sqlite", "postgres")):
+    shm = Path(tempfile.mkdtemp(prefix="bench_lg_", dir=TMPFS)) if TMPFS.is_dir() else None
+    for kind, backend in itertools.product(SAVERS, BACKENDS):
         cls = SAVERS[kind][backend]
         if backend == "sqlite":
             conn = sqlite3.connect(str(tmp_path_factory.mktemp("lg") / f"{kind}.db"), check_same_thread=False)
+        elif backend == "sqlite-tmpfs":
+            if shm is None:
+                continue
+            conn = sqlite3.connect(str(shm / f"{kind}.db"), check_same_thread=False)
         elif dsn is None:
             continue
         else:
@@ -93,6 +105,8 @@ def stores(tmp_path_factory):
     yield out
     for *_, conn in out.values():
         conn.close()
+    if shm is not None:
+        shutil.rmtree(shm, ignore_errors=True)
     if cleanup:
         import psycopg
 
@@ -101,8 +115,8 @@ def stores(tmp_path_factory):
                 admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
-REPETITIONS, ROUNDS = 7, 30
-POINTS = [(rep, backend, op, kind) for rep in range(REPETITIONS) for backend in ("sqlite", "postgres")
+REPETITIONS, ROUNDS = 15, 50
+POINTS = [(rep, backend, op, kind) for rep in range(REPETITIONS) for backend in BACKENDS
           for op in ("step", "resume") for kind in (("stock", "guard") if rep % 2 == 0 else ("guard", "stock"))]
 
 
