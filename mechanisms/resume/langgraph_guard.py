@@ -177,10 +177,14 @@ class _ConsumeOnce:
     # ---- the decision (pure but for the loop it reads)
     def _guard_plan(self, tup: CheckpointTuple | None, loop: PregelLoop | None):
         """None (pass), ("claim", ids, value), ("refuse", reason, ids) or ("replay", ids)."""
-        if loop is None or tup is None or loop in self._guard_seen:
+        if loop is None or loop in self._guard_seen:
             return None
         self._guard_seen.add(loop)
         command = loop.input
+        if tup is None:  # no checkpoint: LangGraph would run the graph from an empty state with the value
+            if isinstance(command, Command) and command.resume is not None:
+                return ("refuse", "the thread has no checkpoint: nothing is parked", [])
+            return None
         ids = recorded_interrupts(tup)
         if isinstance(command, Command) and command.resume is not None:
             value = command.resume
@@ -202,9 +206,9 @@ class _ConsumeOnce:
                             f"interrupt {', '.join(ids)} was already consumed{who}",
                             interrupt_ids=ids, claimant=holder[0] if holder else None)
 
-    def _guard_refuse(self, tup: CheckpointTuple, reason: str, ids: list[str]):
+    def _guard_refuse(self, tup: CheckpointTuple | None, reason: str, ids: list[str], config: dict):
         self.claims_refused += 1
-        conf = tup.config["configurable"]
+        conf = (tup.config if tup is not None else config)["configurable"]
         raise ResumeRefused(str(conf["thread_id"]), str(conf.get("checkpoint_id")), reason, interrupt_ids=ids)
 
     def _guard_rows(self, tup: CheckpointTuple, ids: list[str], value: Any) -> list[tuple]:
@@ -283,7 +287,7 @@ class GuardedSqliteSaver(_ConsumeOnce, SqliteSaver):
         if plan is None:
             return tup
         if plan[0] == "refuse":
-            self._guard_refuse(tup, plan[1], plan[2])
+            self._guard_refuse(tup, plan[1], plan[2], config)
         conf = tup.config["configurable"]
         with self.lock:
             if plan[0] == "claim":
@@ -347,7 +351,7 @@ class GuardedAsyncSqliteSaver(_ConsumeOnce, AsyncSqliteSaver):
         if plan is None:
             return tup
         if plan[0] == "refuse":
-            self._guard_refuse(tup, plan[1], plan[2])
+            self._guard_refuse(tup, plan[1], plan[2], config)
         conf = tup.config["configurable"]
         async with self.lock:
             if plan[0] == "claim":
@@ -412,7 +416,7 @@ class GuardedPostgresSaver(_ConsumeOnce, PostgresSaver):
         if plan is None:
             return tup
         if plan[0] == "refuse":
-            self._guard_refuse(tup, plan[1], plan[2])
+            self._guard_refuse(tup, plan[1], plan[2], config)
         conf = tup.config["configurable"]
         with self.lock, _pg_internal.get_connection(self.conn) as conn:
             if plan[0] == "claim":
@@ -462,7 +466,7 @@ class GuardedAsyncPostgresSaver(_ConsumeOnce, AsyncPostgresSaver):
         if plan is None:
             return tup
         if plan[0] == "refuse":
-            self._guard_refuse(tup, plan[1], plan[2])
+            self._guard_refuse(tup, plan[1], plan[2], config)
         conf = tup.config["configurable"]
         async with self.lock, _pg_ainternal.get_connection(self.conn) as conn:
             if plan[0] == "claim":
