@@ -423,3 +423,16 @@ def test_effect_fires_once_across_a_sigkill_and_rerun(tmp_path):
     assert ledger.fired("t")[0][1].endswith(":c") and "@" not in ledger.fired("t")[0][1]
     # two different tasks with the same effect key both fire
     assert ledger.once("t", "other-task", "charge")[0] is True
+
+
+def test_resume_of_a_thread_without_checkpoint_is_refused(tmp_path):
+    """What a start killed before its first durable checkpoint leaves: a thread with no checkpoint.  Stock LangGraph
+    runs the graph from an empty state with the resume value; the guard refuses before any node runs.
+
+    Planted bug caught: a guard that lets every load without a checkpoint pass (tuple None -> no plan).
+    """
+    trace: list[str] = []
+    app = flow_graph(trace).compile(checkpointer=sqlite_saver(tmp_path / "empty.db"))
+    with pytest.raises(ResumeRefused, match="no checkpoint"):
+        app.invoke(Command(resume="yes"), {"configurable": {"thread_id": "never-started"}})
+    assert trace == []
