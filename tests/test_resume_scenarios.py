@@ -73,7 +73,8 @@ def test_oracle_counts_effects_per_run_and_per_fork():
 
 def test_tables_have_the_issues_columns_and_records_repeat(tmp_path):
     exp = ResumeFaults()
-    opts = Options(run_dir=tmp_path)
+    opts = Options(run_dir=tmp_path, mechanisms=("naive", "sequencer"),
+                   mechanism_families={"resume": ("naive", "sequencer")})
     cells = [c for c in exp.cells("quick", 5, opts) if c.p["fault_cell"] in ("crash_resume_after_effect_act",
                                                                           "second_resume_head")]
 
