@@ -15,6 +15,7 @@ Run: ``.venv/bin/python -m pytest benchmarks/bench_resume_overhead.py --benchmar
 from __future__ import annotations
 
 import itertools
+import os
 import statistics
 import tempfile
 
@@ -23,7 +24,9 @@ import pytest
 from mechanisms import resolve
 from vocabulary.resume import DEFAULT_GRAPH, Backend
 
-ROUNDS, REPETITIONS = 300, 3
+#: rounds per benchmark and interleaved repetitions (the resume_overhead experiment sets them per profile)
+ROUNDS = int(os.environ.get("DRIFTLAB_RESUME_ROUNDS", "300"))
+REPETITIONS = int(os.environ.get("DRIFTLAB_RESUME_REPETITIONS", "3"))
 RESULTS: dict[str, list[float]] = {}
 
 

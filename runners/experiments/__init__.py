@@ -24,6 +24,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     __import__("runners.experiments.resume_independence", fromlist=["_"]).ResumeIndependence(),
     __import__("runners.experiments.resume_concurrency", fromlist=["_"]).ResumeConcurrency(),
     __import__("runners.experiments.resume_profile", fromlist=["_"]).ResumeProfile(),
+    __import__("runners.experiments.resume_overhead", fromlist=["_"]).ResumeOverhead(),
 )}
 
 FAMILIES = ("revalidation", "isolation", "resume")
