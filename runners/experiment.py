@@ -57,7 +57,8 @@ class Options:
     """What the user asked for beyond the profile (mechanisms, scenario folders, sweep points...)."""
 
     mechanisms: tuple[str, ...] | None = None
-    mechanism_families: dict[str, tuple[str, ...]] = field(default_factory=dict)  # family -> names given for it
+    #: family -> the names given for it (set by the engine; None: every name applies to every family)
+    mechanism_families: dict[str, tuple[str, ...]] | None = None
     workloads: tuple[str, ...] | None = None  # --workloads: the revalidation workloads to run (None: all)
     scenario_dirs: tuple[str, ...] = ()
     backend: str = "sqlite"  # sqlite | postgres: the shared store of cross-process experiments
@@ -68,6 +69,8 @@ class Options:
         """The mechanisms the user named that implement ``family``'s protocol (None: use the defaults)."""
         if self.mechanisms is None:
             return None
+        if self.mechanism_families is None:
+            return self.mechanisms
         return self.mechanism_families.get(family) or None
 
     @property
