@@ -13,7 +13,9 @@ import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("driftlab", "numpy", "pandas", "pyarrow", "matplotlib", "multiprocess", "psutil", "pytest-benchmark",
-            "scipy", "tqdm", "psycopg", "dask", "distributed")
+            "scipy", "tqdm", "psycopg", "dask", "distributed", "qdrant-client", "langgraph", "langgraph-checkpoint",
+            "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres", "langgraph-checkpoint-conformance",
+            "langchain-core", "psycopg-pool", "aiosqlite", "pydantic")
 
 
 def git_state() -> dict:

@@ -64,7 +64,10 @@ def test_runtimes_static_pinning_fails_only_the_open_world_control():
     v = tab.groupby("runtime")["verdict"].apply(lambda s: (s == "occurs").sum()).to_dict()
     assert v == {"default": 4, "StaticPinning": 0, "SSI": 0, "default/open-world": 3, "StaticPinning/open-world": 3,
                  "SSI/open-world": 0, "default/opaque": 3, "StaticPinning/opaque": 3, "SSI/opaque": 0,
-                 "SSI+capture/opaque": 0, "SSI+taint/opaque": 2}
+                 "SSI+capture/opaque": 0, "SSI+taint/opaque": 2,
+                 # real LangGraph: live aliases behave as the default runtime; its checkpointed SSI manifest as SSI
+                 "LangGraph": 4, "LangGraph/open-world": 3, "LangGraph/opaque": 3,
+                 "LangGraph+SSI": 0, "LangGraph+SSI/open-world": 0, "LangGraph+SSI/opaque": 0}
 
 
 def test_retrieval_on_real_qdrant():

@@ -2,7 +2,10 @@
 
 Runtimes: the default runtime of today's frameworks (live aliases: the
 ``SRC`` profile), ``StaticPinning`` (a lockfile closed at start) and
-``SSI``; ``--mechanisms`` replaces them.  Two programs:
+``SSI``; and the same programs on real LangGraph (``runners/isolation_langgraph.py``):
+``LangGraph`` resolving through live aliases (the paper measured its default
+runtime there) and ``LangGraph+SSI``, whose SSI manifest lives in LangGraph's
+own checkpoints.  ``--mechanisms`` replaces them.  Two programs:
 
 - ``fixed_schedule``: one workflow binds its first resources, forks, pauses;
   four deployments land during the pause; on resume it re-reads, binds the
@@ -21,13 +24,16 @@ execution's history.  Deterministic: one execution per cell.
 """
 from __future__ import annotations
 
+import tempfile
+
 from mechanisms import resolve
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
+from runners.isolation_langgraph import LANGGRAPH_ROWS, run_scenario_langgraph
 from runners.isolation_runtime import judge, run_scenario, verdict_word
 from scenarios import load_scenarios
 from vocabulary.isolation import ANOMALIES
 
-DEFAULT_RUNTIMES = ("SRC", "StaticPinning", "SSI")
+DEFAULT_RUNTIMES = ("SRC", "StaticPinning", "SSI", "LangGraph", "LangGraph+SSI")
 RUNTIME_LABEL = {"SRC": "default"}  # the default runtime resolves live aliases: the SRC profile
 PROGRAMS = {"fixed_schedule": "", "open_world": "/open-world", "opaque_tool": "/opaque"}
 #: the opaque-resource policies run on the opaque program beside the default runtimes
@@ -49,7 +55,7 @@ class IsolationRuntimes(Experiment):
 
     def check(self, options: Options) -> None:
         for m in self.runtimes(options):
-            resolve(m, "isolation")
+            resolve(LANGGRAPH_ROWS.get(m, m), "isolation")
         found = load_scenarios(tuple(options.scenario_dirs), family="isolation")["isolation"]
         for p in PROGRAMS:
             if p not in found:
@@ -63,7 +69,12 @@ class IsolationRuntimes(Experiment):
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
         m, program = cell.p["mechanism"], cell.p["program"]
         scenario = load_scenarios(tuple(options.scenario_dirs), family="isolation")["isolation"][program]
-        rt, history = run_scenario(scenario, resolve(m, "isolation")(), group=f"{m}/{program}")
+        if m in LANGGRAPH_ROWS:  # the same program, its workflows as LangGraph threads
+            with tempfile.TemporaryDirectory(prefix="isolation_langgraph_", dir=options.scratch) as folder:
+                rt, history = run_scenario_langgraph(scenario, resolve(LANGGRAPH_ROWS[m], "isolation")(),
+                                                     group=f"{m}/{program}", folder=folder)
+        else:
+            rt, history = run_scenario(scenario, resolve(m, "isolation")(), group=f"{m}/{program}")
         results = judge(history)
         rows = [{"runtime": label(m, program), "anomaly": a, "repetition": 0,
                  "seed": derive_seed(cell.seed, m, program), "verdict": verdict_word(results[a]),
