@@ -61,6 +61,7 @@ class GraphScenario:
     kind: str
     graph: GraphSpec
     description: str = ""
+    path: str = ""  # the file it was read from
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class FaultCell:
     invalid_node: str | None = None
     description: str = ""
     order: int = 0
+    path: str = ""  # the file it was read from
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Switch:
     kind: str
     runtime: str
     description: str = ""
+    path: str = ""  # the file it was read from
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class ConcurrencyGrid:
     quick_k: tuple[int, ...] = ()  # the quick profile's subset of k (empty: all)
     quick_jitter_ms: tuple[float, ...] = ()  # the quick profile's subset of jitters (empty: all)
 
+    path: str = ""  # the file it was read from
     def grid(self, profile: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
         """(k values, jitter values) of a profile: the full grid for paper, the declared subset for quick."""
         if profile == "quick":
@@ -224,7 +228,10 @@ def parse_scenario(path: Path, raw: dict[str, Any]):
     kind = raw.get("kind")
     if kind not in KINDS:
         raise ScenarioError(f"{path}: kind: {kind!r} is not one of {', '.join(KINDS)}")
-    return {"graph": _graph, "cell": _cell, "switch": _switch, "concurrency": _concurrency}[kind](path, raw)
+    from dataclasses import replace
+
+    parsed = {"graph": _graph, "cell": _cell, "switch": _switch, "concurrency": _concurrency}[kind](path, raw)
+    return replace(parsed, path=str(path))
 
 
 def by_kind(scenarios: dict[str, Any], kind: str) -> dict[str, Any]:
