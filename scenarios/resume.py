@@ -101,8 +101,8 @@ class ConcurrencyGrid:
     description: str = ""
     quick_k: tuple[int, ...] = ()  # the quick profile's subset of k (empty: all)
     quick_jitter_ms: tuple[float, ...] = ()  # the quick profile's subset of jitters (empty: all)
-
     path: str = ""  # the file it was read from
+
     def grid(self, profile: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
         """(k values, jitter values) of a profile: the full grid for paper, the declared subset for quick."""
         if profile == "quick":
