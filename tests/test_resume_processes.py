@@ -74,3 +74,21 @@ def test_fault_cell_on_postgres(pg_dsn, tmp_path):
         assert res["EO"].verdict.value == eo
         assert all(r.verdict.value == "valid" for p, r in res.items() if p != "EO")
         assert ex.kills and all(code == -9 for _, code in ex.kills)
+
+
+def test_driftlab_check_judges_a_stored_resume_history(tmp_path):
+    """`driftlab check` on a resume history: exit 1 with CO's prose witness for naive's second resume, 0 for the
+    sequencer's (planted bug: naive records the second value and answers 'done' instead of refusing)."""
+    import subprocess
+    import sys
+
+    from vocabulary import history_to_jsonl
+
+    for runtime, code in (("naive", 1), ("sequencer", 0)):
+        _, history = run_cell("second_resume_head", runtime, Backend("sqlite", str(tmp_path / runtime), "t"))
+        path = tmp_path / f"{runtime}.jsonl"
+        path.write_text(history_to_jsonl(history))
+        done = subprocess.run([sys.executable, "-m", "runners.cli", "check", str(path)], capture_output=True, text=True)
+        assert done.returncode == code, done.stdout + done.stderr
+        if code:
+            assert "instead of being refused" in done.stdout
