@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.reference import reference
+from analysis.langgraph_findings import note as langgraph_note
 from analysis.report import Matrix, Section, row
 
 COLUMNS = ["runtime", "backend", "k", "jitter_ms", "repetitions", "effects_fired_mean", "saturation", "served_mean",
@@ -66,5 +67,6 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
                   "was apparently just under 25 ms, so about one racer in 20 read a head that had moved on.")
     if "postgres" not in set(tab["backend"]):
         notes += " PostgreSQL cells are missing from this run (PostgreSQL was unreachable)."
+    notes = " ".join(x for x in (notes, langgraph_note(concurrency=tab)) if x)  # the paper's LangGraph 1.2.9 findings beside this run's
     return Section("resume_concurrency", "Resume: k concurrent resumers of one parked interrupt", rows, notes,
                    matrices=matrices)

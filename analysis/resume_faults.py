@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.reference import reference
+from analysis.langgraph_findings import note as langgraph_note
 from analysis.report import Matrix, Section, row
 from analysis.resume_verdicts import worst_verdict
 
@@ -54,5 +55,6 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
              "each recovery is a new process).  The paper's 39 cells are not published one by one; the lab's "
              f"{len(cells)} cells are declared in scenarios/resume/cell_*.toml (each replica run twice so that "
              "recoveries from one frontier can be compared).  Verdicts are the worst over repetitions.")
+    notes = " ".join(x for x in (notes, langgraph_note(faults=tab)) if x)  # the paper's LangGraph 1.2.9 findings beside this run's
     return Section("resume_faults", "Resume fault matrix: crash points x operations", rows, notes,
                    matrices=[Matrix("cell x runtime (properties violated)", cells, runtimes, cellmap)])

@@ -10,7 +10,6 @@ becomes extra rows of every artifact.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import secrets
 import sys
@@ -176,18 +175,6 @@ def _row(rep, seed, cell, prop, verdict, fired, expected, witness, kills, proces
     return {"repetition": rep, "seed": seed, "operation": cell.operation, "crash_point": cell.crash_point,
             "property": prop, "verdict": verdict, "effects_fired": fired, "effects_expected": expected,
             "witness": witness, "sigkills": kills, "processes": processes, "wall_us": wall_us}
-
-
-def lazy(dotted: str):
-    """``module:function`` imported on first call, so that running cells never imports the plotting stack."""
-    module, _, attr = dotted.partition(":")
-
-    def call(*args):
-        return getattr(importlib.import_module(module), attr)(*args)
-
-    call.__name__ = call.__qualname__ = attr
-    call.__doc__ = f"{dotted}, imported on first use"
-    return call
 
 
 def note(text: str) -> None:

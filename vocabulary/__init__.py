@@ -30,7 +30,7 @@ HISTORY_FORMAT = 1
 #: Record columns that hold timings: excluded when runs are compared for determinism.
 #: Every record starts with ``experiment, cell``, the cell's parameters, ``repetition`` and ``seed``.
 TIMING_COLUMNS = frozenset({"validation_us", "wall_us", "latency_us", "start_skew_us", "overlap_us",
-                            "overhead_us", "resolve_us", "p50_us", "p95_us", "mean_us"})
+                            "overhead_us", "resolve_us", "p50_us", "p95_us", "mean_us", "median_us"})
 
 
 class Verdict(Enum):

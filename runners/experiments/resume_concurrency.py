@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import time
 
-from analysis.artifact import Artifact
 from faults import concurrent_resume
 from runners import resume_common as rc
-from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, derive_seed
-from runners.resume_common import lazy
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.resume_cells import Recorder, setup_backend
 from runners.resume_procs import RacerPool, build
 from scenarios.resume import by_kind
@@ -113,9 +111,7 @@ class ResumeConcurrency(Experiment):
     name = "resume_concurrency"
     family = "resume"
     description = "k processes resume one parked interrupt: backend x k x jitter, saturation = effects fired / k"
-    artifacts = (Artifact("resume_concurrency", table=lazy("analysis.resume_concurrency:table"),
-                          report=lazy("analysis.resume_concurrency:report"),
-                          draw=lazy("figures.resume_concurrency:draw")),)
+    artifacts = (artifact("resume_concurrency"),)
     seconds_per_execution = 0.1
 
     def check(self, options: Options) -> None:

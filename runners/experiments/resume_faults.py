@@ -8,17 +8,10 @@ six property checkers plus liveness.
 """
 from __future__ import annotations
 
-from analysis.artifact import Artifact
-from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options
-from runners.resume_common import lazy
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact
 from runners import resume_common as rc
 
 REPETITIONS = {"quick": 1, "paper": 3}
-
-
-def _artifact(name: str, draw: bool = False) -> Artifact:
-    return Artifact(name, table=lazy(f"analysis.{name}:table"), report=lazy(f"analysis.{name}:report"),
-                    draw=lazy(f"figures.{name}:draw") if draw else None)
 
 
 class FaultCells(Experiment):
@@ -59,4 +52,4 @@ class FaultCells(Experiment):
 class ResumeFaults(FaultCells):
     name = "resume_faults"
     description = "fault matrix: crash points x operations, second resumes, forks, invalid state; real SIGKILL"
-    artifacts = (_artifact("resume_faults"),)
+    artifacts = (artifact("resume_faults", figure=False),)

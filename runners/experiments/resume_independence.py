@@ -7,8 +7,8 @@ and their registered runtimes) through every fault-matrix cell.
 from __future__ import annotations
 
 from runners import resume_common as rc
-from runners.experiment import Options
-from runners.experiments.resume_faults import FaultCells, _artifact
+from runners.experiment import Options, artifact
+from runners.experiments.resume_faults import FaultCells
 from scenarios.resume import by_kind
 
 REPETITIONS = {"quick": 1, "paper": 1}
@@ -17,7 +17,7 @@ REPETITIONS = {"quick": 1, "paper": 1}
 class ResumeIndependence(FaultCells):
     name = "resume_independence"
     description = "independence matrix: the sequencer with one of seven fault switches on, through every fault cell"
-    artifacts = (_artifact("resume_independence", draw=True),)
+    artifacts = (artifact("resume_independence"),)
 
     def runtime_names(self, options: Options) -> list[str]:
         switches = by_kind(rc.resume_scenarios(options), "switch")

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.artifact import Artifact
 from runners.benchmark import run_benchmark
-from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_seed
-from runners.resume_common import lazy
+from runners.experiment import Cell, DriftlabError, Experiment, Options, artifact, derive_seed
 
 BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "bench_resume_overhead.py"
 ROUNDS = {"quick": 100, "paper": 500}
@@ -29,8 +27,7 @@ class ResumeOverhead(Experiment):
     parallel = False
     uses_user_scenarios = False
     seconds_per_execution = 0.001
-    artifacts = (Artifact("resume_overhead", table=lazy("analysis.resume_overhead:table"),
-                          report=lazy("analysis.resume_overhead:report")),)
+    artifacts = (artifact("resume_overhead", figure=False),)
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         reps = options.extra.get("repetitions") or REPETITIONS[profile]

@@ -7,9 +7,9 @@ concurrent delivery is part of the profile.
 """
 from __future__ import annotations
 
-from runners.experiment import Cell, CellOutput, Options
+from runners.experiment import Cell, CellOutput, Options, artifact
 from runners.experiments.resume_concurrency import race_cell
-from runners.experiments.resume_faults import FaultCells, _artifact
+from runners.experiments.resume_faults import FaultCells
 
 RACE_CELL, RACE_K = "concurrent_resume_k4", 4
 REPETITIONS = {"quick": 1, "paper": 2}
@@ -18,7 +18,7 @@ REPETITIONS = {"quick": 1, "paper": 2}
 class ResumeProfile(FaultCells):
     name = "resume_profile"
     description = "conformance profile: runtime x property (holds / violated), each violation with its witness cell"
-    artifacts = (_artifact("resume_profile"),)
+    artifacts = (artifact("resume_profile", figure=False),)
 
     def repetitions(self, profile: str, options: Options) -> int:
         return options.extra.get("repetitions") or REPETITIONS[profile]
