@@ -131,6 +131,8 @@ class _Base:
 
 
 class ReadSkew(_Base):
+    """Semantic read skew: one workflow resolves one identity to two versions."""
+
     name = READ_SKEW
 
     def scan(self, ops, contracts, meta):
@@ -155,6 +157,8 @@ class ReadSkew(_Base):
 
 
 class CompatibilitySkew(_Base):
+    """Compatibility skew: a workflow binds a combination of versions that violates a declared contract."""
+
     name = COMPATIBILITY_SKEW
     needs_contracts = True
 
@@ -191,6 +195,8 @@ class CompatibilitySkew(_Base):
 
 
 class ContextEscape(_Base):
+    """Context escape: a child, fork or retry resolves an identity differently from the manifest it inherited."""
+
     name = CONTEXT_ESCAPE
 
     def scan(self, ops, contracts, meta):
@@ -213,6 +219,8 @@ class ContextEscape(_Base):
 
 
 class MergeSkew(_Base):
+    """Merge skew: a merge admitted although the branch manifests have no admissible common extension."""
+
     name = MERGE_SKEW
     needs_contracts = True
 
