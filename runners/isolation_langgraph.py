@@ -43,9 +43,6 @@ from runners.isolation_runtime import Runtime, Workflow, history_meta, to_histor
 from vocabulary import FAIL, History
 from vocabulary.isolation import Manifest
 
-#: row label -> the isolation mechanism the LangGraph workflow consults
-LANGGRAPH_ROWS = {"LangGraph": "SRC", "LangGraph+SSI": "SSI"}
-
 
 class StepState(TypedDict):
     manifest: str  # Manifest.to_json(): the only copy of the workflow's manifest

@@ -6,7 +6,8 @@ import pytest
 pytest.importorskip("langgraph")
 
 from mechanisms import resolve  # noqa: E402
-from runners.isolation_langgraph import LANGGRAPH_ROWS, LangGraphRuntime, run_scenario_langgraph  # noqa: E402
+from runners.experiments.isolation_runtimes import LANGGRAPH_ROWS  # noqa: E402
+from runners.isolation_langgraph import LangGraphRuntime, run_scenario_langgraph  # noqa: E402
 from runners.isolation_runtime import judge, run_scenario, verdict_word  # noqa: E402
 from scenarios import load_scenarios  # noqa: E402
 from vocabulary.isolation import Manifest  # noqa: E402

@@ -28,12 +28,13 @@ import tempfile
 
 from mechanisms import resolve
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
-from runners.isolation_langgraph import LANGGRAPH_ROWS, run_scenario_langgraph
 from runners.isolation_runtime import judge, run_scenario, verdict_word
 from scenarios import load_scenarios
 from vocabulary.isolation import ANOMALIES
 
 DEFAULT_RUNTIMES = ("SRC", "StaticPinning", "SSI", "LangGraph", "LangGraph+SSI")
+#: rows run on real LangGraph (runners/isolation_langgraph.py, imported only when they run), with their profile
+LANGGRAPH_ROWS = {"LangGraph": "SRC", "LangGraph+SSI": "SSI"}
 RUNTIME_LABEL = {"SRC": "default"}  # the default runtime resolves live aliases: the SRC profile
 PROGRAMS = {"fixed_schedule": "", "open_world": "/open-world", "opaque_tool": "/opaque"}
 #: the opaque-resource policies run on the opaque program beside the default runtimes
@@ -70,6 +71,8 @@ class IsolationRuntimes(Experiment):
         m, program = cell.p["mechanism"], cell.p["program"]
         scenario = load_scenarios(tuple(options.scenario_dirs), family="isolation")["isolation"][program]
         if m in LANGGRAPH_ROWS:  # the same program, its workflows as LangGraph threads
+            from runners.isolation_langgraph import run_scenario_langgraph
+
             with tempfile.TemporaryDirectory(prefix="isolation_langgraph_", dir=options.scratch) as folder:
                 rt, history = run_scenario_langgraph(scenario, resolve(LANGGRAPH_ROWS[m], "isolation")(),
                                                      group=f"{m}/{program}", folder=folder)
