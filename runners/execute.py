@@ -1,8 +1,10 @@
-"""Run cells in parallel worker processes, writing each finished cell's records atomically.
+"""Run cells (here, in a local pool of worker processes, or on Dask) and write each finished cell atomically.
 
 The run folder's ``records/<experiment>/<cell>.parquet`` files are the truth
-of a run (STYLE.md: "the history is the primary artifact").  A cell's file
-is written to a temporary name and renamed into place, so a run killed by
+of a run (STYLE.md: "the history is the primary artifact"), beside the
+cell's history in ``histories/``.  Wherever a cell runs, its output comes
+back to this process, which alone writes the folder.  A cell's files are
+written to temporary names and renamed into place, the records last, so a run killed by
 Ctrl-C or SIGKILL leaves only whole cells behind; started again with the same
 ``--out``, it skips every cell whose file exists and runs the rest.  Nothing
 is ever appended to, so no record can be duplicated.
