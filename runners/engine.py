@@ -215,7 +215,7 @@ def plan(request: Request) -> dict[str, list[Cell]]:
         unknown = [w for w in options.workloads if w not in known]
         if unknown:
             raise DriftlabError(f"--workloads: unknown workload {unknown[0]!r} (known: {', '.join(known)})")
-        cells = {name: [c for c in cs if c.p.get("workload", options.workloads[0]) in options.workloads]
+        cells = {name: [c for c in cs if "workload" not in c.p or c.p["workload"] in options.workloads]
                  for name, cs in cells.items()}
     _refuse_if_impossible(request, {name: sum(c.repetitions for c in cs) for name, cs in cells.items()})
     return cells
