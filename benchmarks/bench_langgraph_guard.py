@@ -63,7 +63,7 @@ def _dsn() -> str | None:
     try:
         import psycopg
 
-        from runners.race_store import postgres_dsn
+        from runners.backends import postgres_dsn
 
         with psycopg.connect(postgres_dsn()) as conn:
             conn.execute("select 1")

@@ -37,7 +37,7 @@ def _on_worker(experiment: Experiment, cell: Cell, options: Options) -> tuple[Ce
 def _reach_postgres() -> str:
     import psycopg
 
-    from runners.race_store import postgres_dsn
+    from runners.backends import postgres_dsn
 
     try:
         with psycopg.connect(postgres_dsn(), connect_timeout=5) as conn:

@@ -55,7 +55,7 @@ across power loss is not what is measured).
 **Orphaned schemas** (a run killed before it dropped its schema):
 :func:`drop_orphans` drops a schema only if its name parses as
 ``driftlab_races_<host>_<pid>_<random>``, ``<host>`` is this machine's
-identity (:func:`host_id`) and no local process has that pid.  A schema of
+identity (:func:`runners.backends.host_id`) and no local process has that pid.  A schema of
 another host sharing the server, of a live run, or of any other name is
 left alone.
 """
@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from runners import backends
-from runners.backends import DEFAULT_DSN, host_id, postgres_dsn  # noqa: F401 - re-exported for the races modules
+from runners.backends import postgres_dsn
 
 TARGET, POLICY = "driftlab_races_target", "driftlab_races_policy"
 TIMEOUT_S = 10  # busy timeout (SQLite) / lock timeout (PostgreSQL): a hang becomes an error

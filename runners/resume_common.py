@@ -74,7 +74,7 @@ def postgres_reachable() -> str:
     try:
         import psycopg
 
-        from runners.race_store import postgres_dsn
+        from runners.backends import postgres_dsn
 
         with psycopg.connect(postgres_dsn()) as conn:
             conn.execute("select 1")
@@ -90,7 +90,7 @@ def make_backend(kind: str, options: Options) -> Backend:
         base = options.scratch or Path(tempfile.gettempdir())
         folder = Path(tempfile.mkdtemp(prefix="resume_", dir=base))
         return Backend("sqlite", str(folder), tag)
-    from runners.race_store import postgres_dsn
+    from runners.backends import postgres_dsn
 
     return Backend("postgres", postgres_dsn(), f"driftlab_resume_{tag}")
 
@@ -105,7 +105,7 @@ def drop_orphan_schemas() -> list[str]:
     import psutil
     import psycopg
 
-    from runners.race_store import postgres_dsn
+    from runners.backends import postgres_dsn
 
     pattern = re.compile(r"^driftlab_resume_r(\d+)_[0-9a-f]{8}(_ledger)?$")
     dropped = []

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from runners.race_store import postgres_dsn
+from runners.backends import postgres_dsn
 
 
 @pytest.fixture(scope="session")

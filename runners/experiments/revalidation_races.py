@@ -56,7 +56,8 @@ from runners.backends import check_postgres
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.interleaving import Execution, Interpreter
 from runners.race_actor import REPLY_TIMEOUT_S, RaceDomain
-from runners.race_store import open_store, postgres_dsn
+from runners.backends import postgres_dsn
+from runners.race_store import open_store
 from vocabulary import INDETERMINATE, OK, History, Verdict
 
 HISTORIES = {h.name: h for h in (RACE_PAIR, *CROSS_RESOURCE)}
