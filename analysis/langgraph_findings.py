@@ -66,6 +66,11 @@ def _fault_finding(faults: pd.DataFrame, spec: dict) -> Finding:
     return Finding(spec["id"], spec["claim"], measured, bool(len(bad)))
 
 
+def paper_version() -> str:
+    """The LangGraph release the paper measured (``data/reference/resume.toml``)."""
+    return reference("langgraph")["version"]
+
+
 def _by_id_note(faults: pd.DataFrame) -> str:
     t = faults[(faults["runtime"] == STOCK) & (faults["cell"] == "second_resume_by_id")]
     if t.empty:
@@ -74,7 +79,7 @@ def _by_id_note(faults: pd.DataFrame) -> str:
     if not bad:
         return "A resume addressed to the parked checkpoint's id conforms."
     fired = t["effects_fired"].iloc[0]
-    return (f"Beyond 1.2.9's finding: a resume addressed to the parked checkpoint's id re-runs the nodes after the "
+    return (f"Beyond {paper_version()}'s findings: a resume addressed to the parked checkpoint's id re-runs the nodes after the "
             f"interrupt (with the first value; the new one is recorded and not consulted): {', '.join(bad)} violated, "
             f"{fired:g} effects fired where {int(t['effects_expected'].iloc[0])} are expected.")
 
@@ -97,7 +102,7 @@ def _saturation_finding(conc: pd.DataFrame, ref: dict) -> Finding:
               if (v["backend"], int(v["k"]), float(v["jitter_ms"])) in mine]
     if beside:
         measured += "; the paper's exceptions: " + "; ".join(beside)
-    same = len(sat) >= ref.get("concurrency_cells_saturated", 36) * len(t) / ref.get("concurrency_cells", 40)
+    same = len(sat) >= ref["concurrency_cells_saturated"] * len(t) / ref["concurrency_cells"]
     return Finding("saturation", claim, measured, bool(len(sat)) and same)
 
 
@@ -141,13 +146,13 @@ def note(faults: pd.DataFrame | None = None, concurrency: pd.DataFrame | None = 
     if not (has(faults) or has(concurrency)):
         return ""
     v = installed_versions()
-    parts = [f"LangGraph: the paper measured {reference('langgraph').get('version', '1.2.9')}; this run measured "
+    parts = [f"LangGraph: the paper measured {paper_version()}; this run measured "
              f"langgraph {v['langgraph']} (checkpoint {v['langgraph-checkpoint']}, sqlite saver "
              f"{v['langgraph-checkpoint-sqlite']}, postgres saver {v['langgraph-checkpoint-postgres']})."]
     for f in findings(faults, concurrency):
         if f.reproduced is None:  # e.g. the concurrency finding in the fault matrix's section
             continue
-        verdict = "reproduced" if f.reproduced else "DIFFERS from 1.2.9"
+        verdict = "reproduced" if f.reproduced else f"DIFFERS from {paper_version()}"
         parts.append(f"Paper: \"{f.claim}\". Today: {f.measured} ({verdict}).")
     if faults is not None and not faults.empty:
         if extra := _by_id_note(faults):
@@ -183,5 +188,5 @@ def section(faults: pd.DataFrame | None, concurrency: pd.DataFrame | None) -> Se
     """A report section of its own: one row per finding (1 reproduced, 0 differs) and the note."""
     rows = [row(f"{f.id}: {f.claim} (1 = reproduced today)", int(f.reproduced), 1, "count")
             for f in findings(faults, concurrency) if f.reproduced is not None]
-    return Section("langgraph_findings", "LangGraph: the paper's 1.2.9 findings beside the installed release", rows,
+    return Section("langgraph_findings", f"LangGraph: the paper's {paper_version()} findings beside the installed release", rows,
                    note(faults, concurrency))

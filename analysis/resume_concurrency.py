@@ -54,19 +54,19 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         paper = {}
         if rt == compared:
             for (b, k, j) in zip(t["backend"], t["k"], t["jitter_ms"]):
-                paper[(f"{b} k={k}", f"{j:g} ms")] = _fmt(published.get((b, int(k), float(j)), ref.get("default_saturation", 1.0)))
+                paper[(f"{b} k={k}", f"{j:g} ms")] = _fmt(published.get((b, int(k), float(j)), ref["default_saturation"]))
         matrices.append(Matrix(f"{rt}: saturation (effects fired / k), backend x k x jitter", keys, cols, cells, paper))
     notes = ("Each race: one run parked, k warm resumer processes released by one barrier, each then waiting its own "
-             "seeded start jitter in [0, jitter] ms. The paper's saturation is LangGraph 1.2.9's; it is set beside "
+             f"seeded start jitter in [0, jitter] ms. The paper's saturation is {ref['runtime']}'s; it is set beside "
              f"{compared or 'no runtime'} ('naive' behaves as LangGraph does: every racer reads the parked head and runs on). "
              "The interrupt node works 30 ms (scenarios/resume/graph_approval_slow.toml).")
     if compared is not None and any(m.differences() for m in matrices):
         notes += (f" Cells where {compared} differs from the paper: its window (from reading the parked head to the "
                   "first checkpoint after the interrupt, 30 ms of declared node work) is longer than the largest "
                   "jitter, so every racer still reads the parked head; the paper's LangGraph window on PostgreSQL "
-                  "was apparently just under 25 ms, so about one racer in 20 read a head that had moved on.")
+                  "was apparently just under its largest jitter, so some racers read a head that had moved on.")
     if "postgres" not in set(tab["backend"]):
         notes += " PostgreSQL cells are missing from this run (PostgreSQL was unreachable)."
-    notes = " ".join(x for x in (notes, langgraph_note(concurrency=tab)) if x)  # the paper's LangGraph 1.2.9 findings beside this run's
+    notes = " ".join(x for x in (notes, langgraph_note(concurrency=tab)) if x)  # the paper's LangGraph findings beside this run's
     return Section("resume_concurrency", "Resume: k concurrent resumers of one parked interrupt", rows, notes,
                    matrices=matrices)

@@ -52,9 +52,9 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         cellmap[(cell, rt)] = "n/a" if na else ("violates " + ",".join(bad) if bad else
                                                  ("unknown " + ",".join(unk) if unk else "holds"))
     notes = (f"Every crash is a real SIGKILL of a real child process ({kills} children killed by signal 9 in this run; "
-             "each recovery is a new process).  The paper's 39 cells are not published one by one; the lab's "
+             f"each recovery is a new process).  The paper's {ref.get('cells', 'fault-matrix')} cells are not published one by one; the lab's "
              f"{len(cells)} cells are declared in scenarios/resume/cell_*.toml (each replica run twice so that "
              "recoveries from one frontier can be compared).  Verdicts are the worst over repetitions.")
-    notes = " ".join(x for x in (notes, langgraph_note(faults=tab)) if x)  # the paper's LangGraph 1.2.9 findings beside this run's
+    notes = " ".join(x for x in (notes, langgraph_note(faults=tab)) if x)  # the paper's LangGraph findings beside this run's
     return Section("resume_faults", "Resume fault matrix: crash points x operations", rows, notes,
                    matrices=[Matrix("cell x runtime (properties violated)", cells, runtimes, cellmap)])

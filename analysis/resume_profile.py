@@ -34,7 +34,9 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     for rt in runtimes:
         held = int(((tab["runtime"] == rt) & (tab["verdict"] == "holds")).sum())
         rows.append(row(f"{rt}: properties that hold (of {len(ORDER)})", held, None, "count"))
-    notes = ("The paper's LangGraph 1.2.9 profile (CO, CV, EO violated) is compared only when a runtime named "
+    ref = reference("resume_profile")
+    published = ", ".join(f"{v['property']} {v['verdict']}" for v in ref.get("values", []))
+    notes = (f"The paper's profile ({ref.get('source', 'paper')}: {published}) is compared only when a runtime named "
              "'langgraph' is among the rows (the LangGraph adapter); 'naive' reproduces that behaviour by construction.")
     return Section("resume_profile", "Resume conformance profile: runtime x property", rows, notes,
                    matrices=[Matrix("runtime x property (witness cell)", runtimes, list(ORDER), cells, paper)])
