@@ -37,6 +37,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from mechanisms.resume.langgraph_guard import GuardedPostgresSaver, GuardedSqliteSaver
+from runners.backends import create_schema, drop_schema
 
 SAVERS = {"stock": {"sqlite": SqliteSaver, "sqlite-tmpfs": SqliteSaver, "postgres": PostgresSaver},
           "guard": {"sqlite": GuardedSqliteSaver, "sqlite-tmpfs": GuardedSqliteSaver, "postgres": GuardedPostgresSaver}}
@@ -92,9 +93,7 @@ def stores(tmp_path_factory):
             import psycopg
             from psycopg.rows import dict_row
 
-            schema = f"bench_lg_{kind}_{uuid.uuid4().hex[:8]}"
-            with psycopg.connect(dsn, autocommit=True) as admin:
-                admin.execute(f"CREATE SCHEMA {schema}")
+            schema = create_schema(dsn, f"bench_lg_{kind}_")
             cleanup.append(schema)
             conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
                                    options=f"-c search_path={schema}")
@@ -107,12 +106,8 @@ def stores(tmp_path_factory):
         conn.close()
     if shm is not None:
         shutil.rmtree(shm, ignore_errors=True)
-    if cleanup:
-        import psycopg
-
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            for schema in cleanup:
-                admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    for schema in cleanup:
+        drop_schema(dsn, schema)
 
 
 REPETITIONS, ROUNDS = 15, 50

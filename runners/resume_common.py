@@ -83,37 +83,40 @@ def postgres_reachable() -> str:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+#: PostgreSQL schemas of the resume family: ``runners.backends.schema_name`` names (host, pid, random), each
+#: with a ``<name>_ledger`` twin for the effect ledger
+SCHEMA_PREFIX = "driftlab_resume_"
+
+
 def make_backend(kind: str, options: Options) -> Backend:
     """A fresh, empty backend of ``kind`` (a folder under the run's scratch, or a PostgreSQL namespace)."""
-    tag = f"r{os.getpid()}_{secrets.token_hex(4)}"
+    from runners.backends import postgres_dsn, schema_name
+
     if kind == "sqlite":
         base = options.scratch or Path(tempfile.gettempdir())
         folder = Path(tempfile.mkdtemp(prefix="resume_", dir=base))
-        return Backend("sqlite", str(folder), tag)
-    from runners.backends import postgres_dsn
-
-    return Backend("postgres", postgres_dsn(), f"driftlab_resume_{tag}")
+        return Backend("sqlite", str(folder), f"r{os.getpid()}_{secrets.token_hex(4)}")
+    return Backend("postgres", postgres_dsn(), schema_name(SCHEMA_PREFIX))
 
 
 def drop_orphan_schemas() -> list[str]:
-    """Drop PostgreSQL schemas this lab made for a run whose process is gone (``driftlab_resume_r<pid>_<hex>``).
+    """Drop this host's resume schemas (and their ledger twins) whose creating process is gone.
 
-    A run killed before it dropped its stores leaves them behind; a schema of a
-    live process, or of any other name, is left alone."""
-    import re
-
-    import psutil
+    The rule is :func:`runners.backends.orphaned`'s: a schema of another host
+    sharing the server, of a live process, or of any other name is left alone.
+    Names are read back from the server, so they are composed as identifiers."""
     import psycopg
+    from psycopg import sql
 
-    from runners.backends import postgres_dsn
+    from runners.backends import orphaned, postgres_dsn
 
-    pattern = re.compile(r"^driftlab_resume_r(\d+)_[0-9a-f]{8}(_ledger)?$")
     dropped = []
     with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
-        for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'driftlab_resume_r%'").fetchall():
-            m = pattern.match(name)
-            if m and not psutil.pid_exists(int(m.group(1))):
-                conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')  # the name matched the lab's own pattern
+        names = [n for (n,) in conn.execute("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)",
+                                            (SCHEMA_PREFIX,))]
+        for name in names:
+            if orphaned(SCHEMA_PREFIX, name.removesuffix("_ledger")):
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
                 dropped.append(name)
     return dropped
 

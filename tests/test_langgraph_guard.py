@@ -68,12 +68,11 @@ def flow_graph(trace: list[str], effect=None):
 
 @pytest.fixture
 def pg_schema(pg_dsn):
-    schema = "lgguard_" + uuid.uuid4().hex[:10]
-    with psycopg.connect(pg_dsn, autocommit=True) as c:
-        c.execute(f"CREATE SCHEMA {schema}")
+    from runners.backends import create_schema, drop_schema
+
+    schema = create_schema(pg_dsn, "lgguard_")
     yield schema
-    with psycopg.connect(pg_dsn, autocommit=True) as c:
-        c.execute(f"DROP SCHEMA {schema} CASCADE")
+    drop_schema(pg_dsn, schema)
 
 
 def pg_conn(dsn: str, schema: str):

@@ -30,13 +30,12 @@ import sqlite3
 import time
 from typing import Any, Callable
 
-EFFECTS_TABLE = "driftlab_guard_effects"
 
 _DDL = {
-    "sqlite": f"""CREATE TABLE IF NOT EXISTS {EFFECTS_TABLE} (
+    "sqlite": """CREATE TABLE IF NOT EXISTS driftlab_guard_effects (
         thread_id TEXT NOT NULL, task_id TEXT NOT NULL, effect_key TEXT NOT NULL, state TEXT NOT NULL,
         result TEXT, at REAL NOT NULL, PRIMARY KEY (thread_id, task_id, effect_key))""",
-    "postgres": f"""CREATE TABLE IF NOT EXISTS {EFFECTS_TABLE} (
+    "postgres": """CREATE TABLE IF NOT EXISTS driftlab_guard_effects (
         thread_id TEXT NOT NULL, task_id TEXT NOT NULL, effect_key TEXT NOT NULL, state TEXT NOT NULL,
         result TEXT, at DOUBLE PRECISION NOT NULL, PRIMARY KEY (thread_id, task_id, effect_key))""",
 }
@@ -79,11 +78,11 @@ class OnceLedger:
         self._begin()
         try:
             inserted = self.conn.execute(self._sql(
-                f"INSERT INTO {EFFECTS_TABLE} (thread_id, task_id, effect_key, state, at) VALUES (?, ?, ?, 'intent', ?) "
-                f"ON CONFLICT DO NOTHING"), (*args, time.time())).rowcount == 1
+                "INSERT INTO driftlab_guard_effects (thread_id, task_id, effect_key, state, at) VALUES (?, ?, ?, 'intent', ?) "
+                "ON CONFLICT DO NOTHING"), (*args, time.time())).rowcount == 1
             if not inserted:
                 state, result = self.conn.execute(self._sql(
-                    f"SELECT state, result FROM {EFFECTS_TABLE} WHERE thread_id = ? AND task_id = ? AND effect_key = ?"),
+                    "SELECT state, result FROM driftlab_guard_effects WHERE thread_id = ? AND task_id = ? AND effect_key = ?"),
                     args).fetchone()
                 if state == "done" or transactional:
                     self.conn.execute("COMMIT")
@@ -102,13 +101,14 @@ class OnceLedger:
         return True, result
 
     def _done(self, args: tuple, result: Any) -> None:
-        self.conn.execute(self._sql(f"UPDATE {EFFECTS_TABLE} SET state = 'done', result = ? WHERE thread_id = ? "
-                                    f"AND task_id = ? AND effect_key = ?"), (json.dumps(result), *args))
+        self.conn.execute(self._sql("UPDATE driftlab_guard_effects SET state = 'done', result = ? WHERE thread_id = ? "
+                                    "AND task_id = ? AND effect_key = ?"), (json.dumps(result), *args))
 
     def fired(self, thread_id: str | None = None) -> list[tuple[str, str, str, str]]:
-        where, args = (self._sql(" WHERE thread_id = ?"), (thread_id,)) if thread_id else ("", ())
-        return [tuple(r) for r in self.conn.execute(
-            f"SELECT thread_id, task_id, effect_key, state FROM {EFFECTS_TABLE}{where} ORDER BY at", args).fetchall()]
+        rows = (self.conn.execute(self._sql("SELECT thread_id, task_id, effect_key, state FROM driftlab_guard_effects "
+                                            "WHERE thread_id = ? ORDER BY at"), (thread_id,)) if thread_id else
+                self.conn.execute("SELECT thread_id, task_id, effect_key, state FROM driftlab_guard_effects ORDER BY at"))
+        return [tuple(r) for r in rows.fetchall()]
 
 
 def current_task() -> tuple[str, str]:

@@ -80,10 +80,9 @@ INTERRUPT_CHANNEL = "__interrupt__"
 RESUME_CHANNEL = "__resume__"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 
-CLAIMS_TABLE = "driftlab_guard_claims"
 
-SQLITE_CLAIMS_DDL = f"""
-CREATE TABLE IF NOT EXISTS {CLAIMS_TABLE} (
+SQLITE_CLAIMS_DDL = """
+CREATE TABLE IF NOT EXISTS driftlab_guard_claims (
     thread_id TEXT NOT NULL,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
     interrupt_id TEXT NOT NULL,
@@ -95,8 +94,8 @@ CREATE TABLE IF NOT EXISTS {CLAIMS_TABLE} (
     PRIMARY KEY (thread_id, checkpoint_ns, interrupt_id)
 )"""
 
-POSTGRES_CLAIMS_DDL = f"""
-CREATE TABLE IF NOT EXISTS {CLAIMS_TABLE} (
+POSTGRES_CLAIMS_DDL = """
+CREATE TABLE IF NOT EXISTS driftlab_guard_claims (
     thread_id TEXT NOT NULL,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
     interrupt_id TEXT NOT NULL,
@@ -241,12 +240,12 @@ def _sqlite_claim(conn, rows: list[tuple]) -> tuple[str, str] | None:
         if not conn.in_transaction:
             cur.execute("BEGIN IMMEDIATE")
         for row in rows:
-            cur.execute(f"INSERT INTO {CLAIMS_TABLE} (thread_id, checkpoint_ns, interrupt_id, checkpoint_id, "
-                        f"claimant, value_type, value, claimed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                        f"ON CONFLICT DO NOTHING", row)
+            cur.execute("INSERT INTO driftlab_guard_claims (thread_id, checkpoint_ns, interrupt_id, checkpoint_id, "
+                        "claimant, value_type, value, claimed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT DO NOTHING", row)
             if cur.rowcount == 0:
-                holder = cur.execute(f"SELECT claimant, checkpoint_id FROM {CLAIMS_TABLE} WHERE thread_id = ? "
-                                     f"AND checkpoint_ns = ? AND interrupt_id = ?", row[:3]).fetchone()
+                holder = cur.execute("SELECT claimant, checkpoint_id FROM driftlab_guard_claims WHERE thread_id = ? "
+                                     "AND checkpoint_ns = ? AND interrupt_id = ?", row[:3]).fetchone()
                 conn.rollback()
                 return tuple(holder) if holder else ("?", "?")
         conn.commit()
@@ -260,7 +259,7 @@ def _sqlite_claim(conn, rows: list[tuple]) -> tuple[str, str] | None:
 
 def _sqlite_claimed_value(conn, thread_id: str, ns: str, ids: list[str]) -> tuple[str, bytes] | None:
     marks = ", ".join("?" for _ in ids)
-    row = conn.execute(f"SELECT value_type, value FROM {CLAIMS_TABLE} WHERE thread_id = ? AND checkpoint_ns = ? "
+    row = conn.execute("SELECT value_type, value FROM driftlab_guard_claims WHERE thread_id = ? AND checkpoint_ns = ? "
                        f"AND interrupt_id IN ({marks}) ORDER BY claimed_at LIMIT 1", (thread_id, ns, *ids)).fetchone()
     if conn.in_transaction:
         conn.commit()
@@ -314,11 +313,11 @@ async def _aiosqlite_claim(conn, rows: list[tuple]) -> tuple[str, str] | None:
     try:
         for row in rows:
             cur = await conn.execute(
-                f"INSERT INTO {CLAIMS_TABLE} (thread_id, checkpoint_ns, interrupt_id, checkpoint_id, claimant, "
-                f"value_type, value, claimed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", row)
+                "INSERT INTO driftlab_guard_claims (thread_id, checkpoint_ns, interrupt_id, checkpoint_id, claimant, "
+                "value_type, value, claimed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", row)
             if cur.rowcount == 0:
-                async with conn.execute(f"SELECT claimant, checkpoint_id FROM {CLAIMS_TABLE} WHERE thread_id = ? "
-                                        f"AND checkpoint_ns = ? AND interrupt_id = ?", row[:3]) as sel:
+                async with conn.execute("SELECT claimant, checkpoint_id FROM driftlab_guard_claims WHERE thread_id = ? "
+                                        "AND checkpoint_ns = ? AND interrupt_id = ?", row[:3]) as sel:
                     holder = await sel.fetchone()
                 await conn.rollback()
                 return tuple(holder) if holder else ("?", "?")
@@ -362,7 +361,7 @@ class GuardedAsyncSqliteSaver(_ConsumeOnce, AsyncSqliteSaver):
                 return tup
             marks = ", ".join("?" for _ in plan[1])
             async with self.conn.execute(
-                    f"SELECT value_type, value FROM {CLAIMS_TABLE} WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "SELECT value_type, value FROM driftlab_guard_claims WHERE thread_id = ? AND checkpoint_ns = ? "
                     f"AND interrupt_id IN ({marks}) ORDER BY claimed_at LIMIT 1",
                     (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), *plan[1])) as cur:
                 row = await cur.fetchone()
@@ -378,13 +377,13 @@ class GuardedAsyncSqliteSaver(_ConsumeOnce, AsyncSqliteSaver):
 
 
 # ---------------------------------------------------------------------------------------------- PostgreSQL
-_PG_INSERT = (f"INSERT INTO {CLAIMS_TABLE} (thread_id, checkpoint_ns, interrupt_id, checkpoint_id, claimant, "
-              f"value_type, value, claimed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING "
-              f"RETURNING interrupt_id")
-_PG_HOLDER = (f"SELECT claimant, checkpoint_id FROM {CLAIMS_TABLE} WHERE thread_id = %s AND checkpoint_ns = %s "
-              f"AND interrupt_id = %s")
-_PG_VALUE = (f"SELECT value_type, value FROM {CLAIMS_TABLE} WHERE thread_id = %s AND checkpoint_ns = %s "
-             f"AND interrupt_id = ANY(%s) ORDER BY claimed_at LIMIT 1")
+_PG_INSERT = ("INSERT INTO driftlab_guard_claims (thread_id, checkpoint_ns, interrupt_id, checkpoint_id, claimant, "
+              "value_type, value, claimed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING "
+              "RETURNING interrupt_id")
+_PG_HOLDER = ("SELECT claimant, checkpoint_id FROM driftlab_guard_claims WHERE thread_id = %s AND checkpoint_ns = %s "
+              "AND interrupt_id = %s")
+_PG_VALUE = ("SELECT value_type, value FROM driftlab_guard_claims WHERE thread_id = %s AND checkpoint_ns = %s "
+             "AND interrupt_id = ANY(%s) ORDER BY claimed_at LIMIT 1")
 
 
 class _Conflict(Exception):

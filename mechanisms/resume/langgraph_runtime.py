@@ -155,9 +155,10 @@ class LangGraphRuntime(DurableRuntime):
         super().setup()
         if self.backend.kind == "postgres":
             import psycopg
+            from psycopg import sql
 
             with psycopg.connect(self.backend.location, autocommit=True) as conn:
-                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.backend.namespace.lower()}"')
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.backend.namespace.lower())))
         result = self.saver.setup()
         if asyncio.iscoroutine(result):
             self._run(result)

@@ -39,9 +39,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from psycopg import sql as pgsql
+
 from vocabulary.resume import Backend, Checkpoint, Effect, TraceRow
 
 BUSY_TIMEOUT_S = 30
+#: written in SQLite's dialect in the DDL; :meth:`Sql.q` turns it into PostgreSQL's
+SERIAL_KEY = "INTEGER PRIMARY KEY AUTOINCREMENT"
 
 
 class Sql:
@@ -53,7 +57,7 @@ class Sql:
         if kind == "sqlite":
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(target, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
-            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+            self.conn.execute("PRAGMA busy_timeout = 30000")  # BUSY_TIMEOUT_S, in ms
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = OFF")  # a SIGKILL loses nothing the OS holds; power loss is not measured
         else:
@@ -65,10 +69,14 @@ class Sql:
         """PostgreSQL: both stores' schemas on the search path (their table names differ; one connection serves both)."""
         if self.kind == "postgres" and self.schema:
             base = self.schema.removesuffix("_ledger")
-            self.conn.execute(f'SET search_path TO "{base}", "{base}_ledger"')  # names are the lab's own (checked)
+            self.conn.execute(pgsql.SQL("SET search_path TO {}, {}").format(pgsql.Identifier(base),
+                                                                              pgsql.Identifier(base + "_ledger")))
 
     def q(self, sql: str) -> str:
-        return sql if self.kind == "sqlite" else sql.replace("?", "%s")
+        """The statement in this connection's dialect: SQLite's text as written; PostgreSQL's placeholders and keys."""
+        if self.kind == "sqlite":
+            return sql
+        return sql.replace("?", "%s").replace(SERIAL_KEY, "BIGSERIAL PRIMARY KEY")
 
     def execute(self, sql: str, params: tuple | list = ()):
         return self.conn.execute(self.q(sql), tuple(params))
@@ -96,11 +104,8 @@ class Sql:
     def create_schema(self) -> None:
         """PostgreSQL: create this store's schema and put it alone on the search path (call :meth:`restore` after)."""
         if self.kind == "postgres" and self.schema:
-            self.conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-            self.conn.execute(f'SET search_path TO "{self.schema}"')
-
-    def serial(self) -> str:
-        return "INTEGER PRIMARY KEY AUTOINCREMENT" if self.kind == "sqlite" else "BIGSERIAL PRIMARY KEY"
+            self.conn.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(self.schema)))
+            self.conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(self.schema)))
 
     def close(self) -> None:
         try:
@@ -170,7 +175,7 @@ def drop_backend(backend: Backend) -> None:
     sql = Sql("postgres", backend.location)
     try:
         for schema in (ns, ns + "_ledger"):
-            sql.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            sql.conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(schema)))
     finally:
         sql.close()
 
@@ -185,10 +190,10 @@ class EffectLedger:
     def setup(self) -> None:
         s = self.sql
         s.create_schema()
-        s.execute(f"CREATE TABLE IF NOT EXISTS effects (seq {s.serial()}, run_id TEXT NOT NULL, task TEXT NOT NULL, "
+        s.execute("CREATE TABLE IF NOT EXISTS effects (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, task TEXT NOT NULL, "
                   "key TEXT NOT NULL, payload TEXT, idem TEXT, pid BIGINT, op TEXT, at DOUBLE PRECISION)")
         s.execute("CREATE UNIQUE INDEX IF NOT EXISTS effects_idem ON effects (idem)")
-        s.execute(f"CREATE TABLE IF NOT EXISTS trace (seq {s.serial()}, run_id TEXT NOT NULL, step INTEGER, "
+        s.execute("CREATE TABLE IF NOT EXISTS trace (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, step INTEGER, "
                   "node TEXT, kind TEXT, value TEXT, pid BIGINT, op TEXT, at DOUBLE PRECISION)")
         s.execute("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, n BIGINT NOT NULL)")
         s.restore()
@@ -214,15 +219,17 @@ class EffectLedger:
         return int(row[0])
 
     def effects(self, run_id: str | None = None) -> list[Effect]:
-        where, args = ("WHERE run_id = ?", (run_id,)) if run_id else ("", ())
-        return [Effect(int(r[0]), r[1], r[2], r[3], r[4], int(r[5]), float(r[6]), r[7] or "") for r in self.sql.all(
-            f"SELECT seq, run_id, task, key, payload, pid, at, op FROM effects {where} ORDER BY seq", args)]
+        rows = (self.sql.all("SELECT seq, run_id, task, key, payload, pid, at, op FROM effects WHERE run_id = ? "
+                             "ORDER BY seq", (run_id,)) if run_id else
+                self.sql.all("SELECT seq, run_id, task, key, payload, pid, at, op FROM effects ORDER BY seq"))
+        return [Effect(int(r[0]), r[1], r[2], r[3], r[4], int(r[5]), float(r[6]), r[7] or "") for r in rows]
 
     def traces(self, run_id: str | None = None) -> list[TraceRow]:
-        where, args = ("WHERE run_id = ?", (run_id,)) if run_id else ("", ())
+        rows = (self.sql.all("SELECT seq, run_id, step, node, kind, value, pid, at, op FROM trace WHERE run_id = ? "
+                             "ORDER BY seq", (run_id,)) if run_id else
+                self.sql.all("SELECT seq, run_id, step, node, kind, value, pid, at, op FROM trace ORDER BY seq"))
         return [TraceRow(int(r[0]), r[1], int(r[2]), r[3], r[4], json.loads(r[5]) if r[5] else None, int(r[6]),
-                         float(r[7]), r[8] or "") for r in self.sql.all(
-            f"SELECT seq, run_id, step, node, kind, value, pid, at, op FROM trace {where} ORDER BY seq", args)]
+                         float(r[7]), r[8] or "") for r in rows]
 
     def close(self) -> None:
         self.sql.close()
@@ -237,11 +244,11 @@ class CheckpointTables:
     def setup(self) -> None:
         s = self.sql
         s.create_schema()
-        s.execute(f"CREATE TABLE IF NOT EXISTS checkpoints (seq {s.serial()}, id TEXT UNIQUE NOT NULL, "
+        s.execute("CREATE TABLE IF NOT EXISTS checkpoints (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL, "
                   "run_id TEXT NOT NULL, step INTEGER NOT NULL, next TEXT, state TEXT NOT NULL, parent_id TEXT, "
                   "created DOUBLE PRECISION, parked INTEGER NOT NULL DEFAULT 0, origin TEXT)")
         s.execute("CREATE INDEX IF NOT EXISTS checkpoints_run ON checkpoints (run_id, seq)")
-        s.execute(f"CREATE TABLE IF NOT EXISTS writes (seq {s.serial()}, run_id TEXT NOT NULL, checkpoint_id TEXT, "
+        s.execute("CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, checkpoint_id TEXT, "
                   "value TEXT, pid BIGINT, at DOUBLE PRECISION)")
         s.execute("CREATE TABLE IF NOT EXISTS claims (run_id TEXT NOT NULL, step INTEGER NOT NULL, value TEXT, "
                   "pid BIGINT, at DOUBLE PRECISION, PRIMARY KEY (run_id, step))")
@@ -261,14 +268,14 @@ class CheckpointTables:
     def _row(r: tuple) -> Checkpoint:
         return Checkpoint(r[0], r[1], int(r[2]), r[3], json.loads(r[4]), r[5], float(r[6] or 0), bool(r[7]))
 
-    _COLS = "id, run_id, step, next, state, parent_id, created, parked"
-
     def head(self, run_id: str) -> Checkpoint | None:
-        r = self.sql.one(f"SELECT {self._COLS} FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,))
+        r = self.sql.one("SELECT id, run_id, step, next, state, parent_id, created, parked FROM checkpoints "
+                         "WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,))
         return self._row(r) if r else None
 
     def get(self, checkpoint_id: str) -> Checkpoint | None:
-        r = self.sql.one(f"SELECT {self._COLS} FROM checkpoints WHERE id = ?", (checkpoint_id,))
+        r = self.sql.one("SELECT id, run_id, step, next, state, parent_id, created, parked FROM checkpoints "
+                         "WHERE id = ?", (checkpoint_id,))
         return self._row(r) if r else None
 
     def origin(self, run_id: str) -> str | None:
@@ -278,7 +285,8 @@ class CheckpointTables:
 
     def list(self, run_id: str) -> list[Checkpoint]:
         return [self._row(r) for r in self.sql.all(
-            f"SELECT {self._COLS} FROM checkpoints WHERE run_id = ? ORDER BY seq", (run_id,))]
+            "SELECT id, run_id, step, next, state, parent_id, created, parked FROM checkpoints "
+            "WHERE run_id = ? ORDER BY seq", (run_id,))]
 
     def runs(self) -> list[str]:
         return [r[0] for r in self.sql.all("SELECT run_id FROM checkpoints GROUP BY run_id ORDER BY MIN(seq)")]
