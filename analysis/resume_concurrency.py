@@ -59,10 +59,10 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     notes = ("Each race: one run parked, k warm resumer processes released by one barrier, each then waiting its own "
              f"seeded start jitter in [0, jitter] ms. The paper's saturation is {ref['runtime']}'s; it is set beside "
              f"{compared or 'no runtime'} ('naive' behaves as LangGraph does: every racer reads the parked head and runs on). "
-             "The interrupt node works 30 ms (scenarios/resume/graph_approval_slow.toml).")
+             "The interrupt node's declared work time is in scenarios/resume/graph_approval_slow.toml.")
     if compared is not None and any(m.differences() for m in matrices):
         notes += (f" Cells where {compared} differs from the paper: its window (from reading the parked head to the "
-                  "first checkpoint after the interrupt, 30 ms of declared node work) is longer than the largest "
+                  "first checkpoint after the interrupt: the node's declared work) is longer than the largest "
                   "jitter, so every racer still reads the parked head; the paper's LangGraph window on PostgreSQL "
                   "was apparently just under its largest jitter, so some racers read a head that had moved on.")
     if "postgres" not in set(tab["backend"]):

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
+from runners.backends import check_postgres, postgres_dsn
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options
 
 
@@ -32,19 +33,6 @@ def _on_worker(experiment: Experiment, cell: Cell, options: Options) -> tuple[Ce
         return compute(experiment, cell, replace(options, run_dir=scratch))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _reach_postgres() -> str:
-    import psycopg
-
-    from runners.backends import postgres_dsn
-
-    try:
-        with psycopg.connect(postgres_dsn(), connect_timeout=5) as conn:
-            conn.execute("select 1")
-        return ""
-    except Exception as exc:  # noqa: BLE001 - report any failure to connect
-        return f"cannot reach PostgreSQL at {postgres_dsn()!r}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 
 
 def run_on_dask(experiment: Experiment, todo: list[Cell], options: Options, jobs: int,
@@ -68,11 +56,11 @@ def run_on_dask(experiment: Experiment, todo: list[Cell], options: Options, jobs
         raise DriftlabError(f"--executor dask: cannot start a cluster ({type(exc).__name__}: {exc})") from None
     try:
         if options.backend == "postgres":
-            problems = {w: p for w, p in client.run(_reach_postgres).items() if p}
+            problems = {w: p for w, p in client.run(check_postgres).items() if p}
             if problems:
                 worker, problem = next(iter(problems.items()))
-                raise DriftlabError(f"dask worker {worker}: {problem}; PostgreSQL-backed cells need a DSN every worker "
-                                    "can reach (DRIFTLAB_POSTGRES_DSN)")
+                raise DriftlabError(f"dask worker {worker}: cannot reach PostgreSQL at {postgres_dsn()!r}: {problem}; "
+                                    "PostgreSQL-backed cells need a DSN every worker can reach (DRIFTLAB_POSTGRES_DSN)")
         futures = [client.submit(_on_worker, experiment, cell, options, pure=False, retries=2) for cell in todo]
         for future in as_completed(futures):
             yield future.result()

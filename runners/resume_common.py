@@ -70,17 +70,10 @@ def supports(runtime: str, point: str) -> bool:
 
 @cache
 def postgres_reachable() -> str:
-    """'' if PostgreSQL answers at the lab's DSN, else the one-line reason."""
-    try:
-        import psycopg
+    """'' if PostgreSQL answers at the lab's DSN, else the one-line reason (asked once per process)."""
+    from runners.backends import check_postgres
 
-        from runners.backends import postgres_dsn
-
-        with psycopg.connect(postgres_dsn()) as conn:
-            conn.execute("select 1")
-        return ""
-    except Exception as exc:  # noqa: BLE001 - any failure to connect means "not reachable"
-        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return check_postgres()
 
 
 #: PostgreSQL schemas of the resume family: ``runners.backends.schema_name`` names (host, pid, random), each
