@@ -7,10 +7,10 @@ answers one JSON line on a pipe:
 
 1. ``start``: the agent decides and parks at its approval;
 2. while it is parked, the parent (the "second actor" and the "deployer")
-   applies the cell's premise change and deployment to the ledger;
+   applies the case's premise change and deployment to the ledger;
 3. ``resume#1..k``: k approvers, forked together, meet at a barrier and call
    ``invoke(Command(resume=approval))`` at once;
-4. at the cell's crash point the approver's process writes ``K`` and waits;
+4. at the case's crash point the approver's process writes ``K`` and waits;
    the parent sends it SIGKILL (:func:`runners.processes.kill`) and records
    the call *indeterminate*;
 5. ``recover#1``: after a kill, a fresh process runs LangGraph's documented
@@ -110,10 +110,10 @@ def _collect(children: list[tuple[int, int]], timeout: float) -> list[tuple[dict
     return answers
 
 
-def execute(scenario, cell, stack, stores: Stores, run: str, group: str) -> History:
-    """Run one execution of ``cell`` under ``stack`` on fresh ``stores``; its history (family ``agent``)."""
-    durability = scenario.durability(cell)
-    crash = scenario.crashes.get(cell.crash)
+def execute(scenario, case, stack, stores: Stores, run: str, group: str) -> History:
+    """Run one execution of ``case`` under ``stack`` on fresh ``stores``; its history (family ``agent``)."""
+    durability = scenario.durability(case)
+    crash = scenario.crashes.get(case.crash)
     ops: list[dict] = []
 
     def add(name, actor, start, end, status=OK, **value):
@@ -135,24 +135,24 @@ def execute(scenario, cell, stack, stores: Stores, run: str, group: str) -> Hist
     calls("start", ["start"], None)
     ledger = Ledger(stores)
     try:
-        if cell.change != "none":
-            ch = scenario.changes[cell.change]
+        if case.change != "none":
+            ch = scenario.changes[case.change]
             t = time.time()
             ledger.change(ch.field, ch.value)
-            add("mutate", "second_actor", t, time.time(), field=ch.field, to=ch.value, change=cell.change)
-        for ident, version in (scenario.deployments.get(cell.deployment) or {}).items():
+            add("mutate", "second_actor", t, time.time(), field=ch.field, to=ch.value, change=case.change)
+        for ident, version in (scenario.deployments.get(case.deployment) or {}).items():
             t = time.time()
             ledger.deploy(ident, version)
             add("deploy", "deployer", t, time.time(), identity=ident, version=version)
     finally:
         ledger.close()
-    calls("resume", [f"resume#{i + 1}" for i in range(cell.approvers)], scenario.approval, crash)
+    calls("resume", [f"resume#{i + 1}" for i in range(case.approvers)], scenario.approval, crash)
     if any(o["status"] == INDETERMINATE for o in ops):
         calls("recover", ["recover#1"], None)
-    return _history(scenario, cell, stack, stores, run, group, ops)
+    return _history(scenario, case, stack, stores, run, group, ops)
 
 
-def _history(scenario, cell, stack, stores: Stores, run: str, group: str, ops: list[dict]) -> History:
+def _history(scenario, case, stack, stores: Stores, run: str, group: str, ops: list[dict]) -> History:
     ledger = Ledger(stores)
     try:
         effects, trace, events = ledger.rows("effects"), ledger.rows("trace"), ledger.rows("events")
@@ -169,10 +169,10 @@ def _history(scenario, cell, stack, stores: Stores, run: str, group: str, ops: l
     if first is not None:
         body = json.loads(first["payload"])
         ops.append({"name": "release", "actor": first["op"], "start": first["at"], "end": first["at"], "status": OK,
-                    "value": {"run": run, "group": group, "oracle": scenario.oracle(cell.change),
+                    "value": {"run": run, "group": group, "oracle": scenario.oracle(case.change),
                               "outcome": body["outcome"], "released": body["released"],
                               "payload_stale": body["payload_stale"], "mechanism": stack.name,
-                              "change": cell.change, "evaluated": body["evaluated"]}})
+                              "change": case.change, "evaluated": body["evaluated"]}})
     ops.sort(key=lambda o: (o["start"] if o["start"] is not None else float("inf")))
     stored = []
     for cp in _checkpoints(stack, stores, run):
@@ -191,7 +191,7 @@ def _history(scenario, cell, stack, stores: Stores, run: str, group: str, ops: l
                        for i, o in enumerate(ops + stored))
     meta = {"graph": resume_graph(), "contracts": list(scenario.contracts),
             "versions": {x: list(vs) for x, vs in scenario.resources.items()}, "scenario": scenario.name,
-            "cell": cell.name, "stack": stack.name, "backend": stores.kind, "durability": scenario.durability(cell)}
+            "case": case.name, "stack": stack.name, "backend": stores.kind, "durability": scenario.durability(case)}
     return History(FAMILY, operations, meta)
 
 

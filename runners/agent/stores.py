@@ -8,8 +8,8 @@ resources, the ``effects`` that fired (one row per firing), the ``trace``
 resolution (resolve, spawn).  The guard's effect ledger
 (``driftlab_guard_effects``) lives in the same database when the stack has
 the consume-once layer.  Checkpoints live where LangGraph's saver puts them:
-``checkpoints.sqlite`` beside ``ledger.sqlite``, or schema ``<ns>`` beside
-``<ns>_ledger``.
+``checkpoints.sqlite`` beside ``ledger.sqlite``, or two PostgreSQL schemas
+(:func:`fresh` makes them, named by ``runners.backends``).
 
 Every connection is opened by the process that uses it (a forked child never
 inherits one).
@@ -20,6 +20,7 @@ import json
 import os
 import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +40,12 @@ class Stores:
 
     kind: str
     location: str
-    namespace: str = ""
+    namespace: str = ""  # postgres: the checkpoints' schema
+    ledger_namespace: str = ""  # postgres: the ledger's schema
 
     def to_dict(self) -> dict[str, str]:
-        return {"kind": self.kind, "location": self.location, "namespace": self.namespace}
+        return {"kind": self.kind, "location": self.location, "namespace": self.namespace,
+                "ledger_namespace": self.ledger_namespace}
 
     # ---- connections
     def ledger(self):
@@ -53,7 +56,7 @@ class Stores:
             conn.execute("PRAGMA journal_mode = WAL")
             return conn
         import psycopg
-        return psycopg.connect(self.location, autocommit=True, options=f"-c search_path={self.namespace}_ledger")
+        return psycopg.connect(self.location, autocommit=True, options=f"-c search_path={self.ledger_namespace}")
 
     def checkpoint_conn(self):
         if self.kind == "sqlite":
@@ -126,3 +129,23 @@ class Ledger:
                 "events": "run, kind, workflow, identity, version, child, op, at"}[table]
         names = [c.strip() for c in cols.split(",")]
         return [dict(zip(names, r)) for r in self.sql(f"SELECT {cols} FROM {table} ORDER BY at").fetchall()]
+
+
+@contextmanager
+def fresh(kind: str, scratch=None):
+    """New, empty stores for one execution, removed afterwards (a folder, or two PostgreSQL schemas)."""
+    from runners import backends
+
+    if kind == "sqlite":
+        with backends.sqlite_folder(scratch, "agent_") as folder:
+            yield Stores("sqlite", folder)
+        return
+    dsn = backends.postgres_dsn()
+    made = []
+    try:
+        made.append(backends.create_schema(dsn, "driftlab_agent_"))
+        made.append(backends.create_schema(dsn, "driftlab_agentledger_"))
+        yield Stores("postgres", dsn, made[0], made[1])
+    finally:
+        for name in made:
+            backends.drop_schema(dsn, name)

@@ -4,7 +4,7 @@ Serves issue 15's agent family.  A file declares the business state the
 agent's decision reads, the premises over it (``left op right``, a severity),
 the payload fields, one premise change per class with its expected outcome,
 the semantic resources behind aliases with their contracts, the deployments,
-the crash points (the resume family's names) and the cells that combine them.
+the crash points (the resume family's names) and the cases that combine them.
 
 **The oracle** of a premise change is computed here, from the declared
 premises, by :func:`oracle` — an evaluator that shares no code with the
@@ -54,7 +54,7 @@ class Crash:
 
 
 @dataclass(frozen=True)
-class AgentCell:
+class AgentCase:
     name: str
     change: str  # a change class or "none"
     deployment: str  # a deployment name or "none"
@@ -79,24 +79,24 @@ class AgentScenario:
     contracts: tuple[str, ...]
     deployments: dict[str, dict[str, int]]
     crashes: dict[str, Crash]
-    cells: tuple[AgentCell, ...]
+    cases: tuple[AgentCase, ...]
     repetitions: dict[str, int]
 
     @property
     def family(self) -> str:
         return "agent"
 
-    def cell(self, name: str) -> AgentCell:
-        for c in self.cells:
+    def case(self, name: str) -> AgentCase:
+        for c in self.cases:
             if c.name == name:
                 return c
         raise KeyError(name)
 
-    def durability(self, cell: AgentCell) -> str:
-        return self.crashes[cell.crash].durability if cell.crash != NONE else "sync"
+    def durability(self, case: AgentCase) -> str:
+        return self.crashes[case.crash].durability if case.crash != NONE else "sync"
 
     def oracle(self, change: str) -> str:
-        """The expected outcome of a change class (KEEP when the cell has none)."""
+        """The expected outcome of a change class (KEEP when the case has none)."""
         return KEEP if change == NONE else self.changes[change].expect
 
 
@@ -221,9 +221,9 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> AgentScenario:
         if dur not in DURABILITY:
             raise ScenarioError(f"{path}: crashes.{point}.durability: {dur!r} is not one of {', '.join(DURABILITY)}")
         crashes[point] = Crash(point, node, dur)
-    cells, seen = [], set()
-    for i, c in enumerate(_need(path, raw, "cells", list)):
-        where = f"cells[{i}]."
+    cases, seen = [], set()
+    for i, c in enumerate(_need(path, raw, "cases", list)):
+        where = f"cases[{i}]."
         cname = _need(path, c, "name", str, where)
         if cname in seen:
             raise ScenarioError(f"{path}: {where}name: {cname!r} repeats")
@@ -240,7 +240,7 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> AgentScenario:
             raise ScenarioError(f"{path}: {where}approvers: {k} (expected 1, 2 or 4)")
         if crash != NONE and k != 1:
             raise ScenarioError(f"{path}: {where}crash: a crash needs approvers = 1")
-        cells.append(AgentCell(cname, change, dep, k, crash))
+        cases.append(AgentCase(cname, change, dep, k, crash))
     reps = _need(path, raw, "repetitions", dict)
     for prof in ("quick", "paper"):
         if not isinstance(reps.get(prof), int) or reps[prof] < 1:
@@ -248,4 +248,4 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> AgentScenario:
     return AgentScenario(name, str(path), raw.get("description", ""), str(raw.get("input", "order")),
                          str(raw.get("approval", "approve")), {o: dict(f) for o, f in state.items()}, tuple(premises),
                          payload, others, stock_check, changes, resources, contracts, deployments, crashes,
-                         tuple(cells), dict(reps))
+                         tuple(cases), dict(reps))
