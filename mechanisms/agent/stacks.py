@@ -1,51 +1,64 @@
 """Mechanism stacks of the agent family: stock LangGraph plus any subset of the guard's three layers.
 
 Serves issue 15's independence claim: each layer removes its own failures and
-leaves the others.  A :class:`Stack` says, for the agent's four decisions, what
-it does with or without each layer:
+leaves the others.  The layers are the ``driftguard`` package's (``guard/``);
+the lab keeps no copy of them.  A :class:`Stack` says, for the agent's four
+decisions, what it uses with or without each layer:
 
 - **saver** (``once``): LangGraph's own ``SqliteSaver`` / ``PostgresSaver``, or
-  the guard's consume-once subclass of it (a second resume of a consumed
+  driftguard's consume-once subclass of it (a second resume of a consumed
   interrupt is refused; a recovery is handed the claimed value);
-- **effects** (``once``): a plain insert per firing, or the guard's
-  idempotent effect ledger (fired once per thread / task / key);
+- **effects** (``once``): a plain insert per firing, or driftguard's
+  idempotent ``OnceLedger`` (fired once per thread / task / key);
 - **act check** (``premises``): without the layer the agent does what it was
   written to do (the scenario's ``stock_check``: compare the version of the
-  row it acts on, REPLAN if it moved); with it, ATR's revalidation
-  (:mod:`mechanisms.agent.premises`);
-- **resolution** (``pinning``): the live alias every time, or the manifest
-  (:mod:`mechanisms.agent.pinning`).
+  row it acts on, REPLAN if it moved); with it, driftguard's ``Revalidator``
+  over the scenario's declared premises (:meth:`Stack.premises`);
+- **resolution** (``pinning``): the live alias every time, or driftguard's
+  ``Pins`` (a manifest channel in the state, inherited by the subgraph).
 
-The consume-once layer is the existing guard (``GuardedSqliteSaver`` ...,
-``OnceLedger``); it is imported in :func:`once_parts` only, the one place that
-switches to the ``driftguard`` package when it lands.
+``planted`` switches on a test's planted bug: ``skip:<class>`` declares no
+premise for the fields of that premise-change class's kind (``payload``:
+presentation fields, ``rule``: the business rules), ``no_subgraph_inheritance``
+hands the subgraph an empty manifest, ``claim_without_interrupt_id`` keys the
+consume-once claim by thread alone.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mechanisms.agent.pinning import Pinning
-from mechanisms.agent.premises import Revalidator
-from vocabulary.agent import KEEP, ONCE, PINNING, PREMISES, REPLAN, stack_layers, stack_name
+from vocabulary.agent import ONCE, PINNING, PREMISES, stack_layers, stack_name
+
+_OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
-def once_parts():
-    """(guarded saver classes by backend kind, the effect-ledger class, the refusal exception)."""
-    from mechanisms.resume.langgraph_effects import OnceLedger
-    from mechanisms.resume.langgraph_guard import GuardedPostgresSaver, GuardedSqliteSaver, ResumeRefused
-    return {"sqlite": GuardedSqliteSaver, "postgres": GuardedPostgresSaver}, OnceLedger, ResumeRefused
-
-
-def stock_savers():
+def stock_savers() -> dict[str, type]:
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.checkpoint.sqlite import SqliteSaver
     return {"sqlite": SqliteSaver, "postgres": PostgresSaver}
 
 
+def guarded_savers() -> dict[str, type]:
+    import driftguard
+    return {"sqlite": driftguard.GuardedSqliteSaver, "postgres": driftguard.GuardedPostgresSaver}
+
+
+def _rule(left: str, op: str, right: Any):
+    compare = _OPS[op]
+    if isinstance(right, str) and "." in right:
+        return lambda now, then: compare(now[left], now[right])
+    return lambda now, then: compare(now[left], right)
+
+
+def _unchanged(ref: str):
+    return lambda now, then: now[ref] == then[ref]
+
+
 @dataclass
 class Stack:
-    """One mechanism stack; ``planted`` switches on a test's planted bug (see the layers' docstrings)."""
+    """One mechanism stack (module docstring)."""
 
     name: str
     planted: frozenset[str] = field(default_factory=frozenset)
@@ -59,7 +72,7 @@ class Stack:
         return ONCE in self.layers
 
     @property
-    def premises(self) -> bool:
+    def premises_layer(self) -> bool:
         return PREMISES in self.layers
 
     @property
@@ -67,34 +80,45 @@ class Stack:
         return PINNING in self.layers
 
     def saver_class(self, kind: str) -> type:
-        return once_parts()[0][kind] if self.once else stock_savers()[kind]
+        if not self.once:
+            return stock_savers()[kind]
+        cls = guarded_savers()[kind]
+        if "claim_without_interrupt_id" in self.planted:
+            from mechanisms.agent.planted import claim_without_interrupt_id
+            return claim_without_interrupt_id(cls)
+        return cls
 
-    def revalidator(self, scenario) -> Revalidator:
-        return Revalidator.of(scenario, skip=[p.split(":", 1)[1] for p in self.planted if p.startswith("skip:")])
+    def ledger_class(self) -> type | None:
+        if not self.once:
+            return None
+        import driftguard
+        return driftguard.OnceLedger
 
-    def pinner(self, scenario) -> Pinning:
-        return Pinning(scenario.contracts, scenario.resources,
-                       inherit_to_subgraph="no_subgraph_inheritance" not in self.planted)
+    def premises(self, scenario) -> list:
+        """The pending refund's premises as driftguard declares them: each business rule with its severity, and
+        one REFRESH premise per payload field (its value must not have changed)."""
+        import driftguard
 
-    def check(self, scenario, snapshot: dict, versions_then: dict, state_now: dict, versions_now: dict) -> tuple[str, int]:
-        """The act node's decision before releasing: (outcome, premises evaluated)."""
-        if self.premises:
-            d = self.revalidator(scenario).revalidate(snapshot, state_now)
-            return d.outcome, d.evaluated
-        obj = scenario.stock_check
-        return (REPLAN if versions_now[obj] != versions_then[obj] else KEEP), 0
+        out = []
+        if "skip:rule" not in self.planted:
+            for p in scenario.premises:
+                reads = tuple(r for r in (p.left, p.right) if isinstance(r, str) and "." in r)
+                out.append(driftguard.Premise(p.name, reads, _rule(p.left, p.op, p.right),
+                                              driftguard.Outcome[p.severity]))
+        if "skip:payload" not in self.planted:
+            for ref in scenario.payload:
+                out.append(driftguard.Premise(f"payload:{ref}", (ref,), _unchanged(ref), driftguard.REFRESH))
+        return out
 
-    def resolve(self, scenario, manifest: dict, identity: str, live: int) -> tuple[int, dict]:
-        if self.pinning:
-            return self.pinner(scenario).resolve(manifest, identity, live)
-        return live, manifest
-
-    def inherit(self, scenario, manifest: dict) -> dict:
-        return self.pinner(scenario).inherit(manifest) if self.pinning else {}
+    def subgraph_manifest(self, manifest: dict) -> dict:
+        """What the notify subgraph starts with: the parent's manifest (I1), unless a test plants its loss."""
+        return {} if "no_subgraph_inheritance" in self.planted else dict(manifest)
 
     def describe(self) -> str:
-        return ("stock LangGraph" if not self.layers else "LangGraph + the guard's " + ", ".join(sorted(self.layers))
-                + (" layer" if len(self.layers) == 1 else " layers"))
+        if not self.layers:
+            return "stock LangGraph (its own savers, plain effects, live aliases, the agent's own version check)"
+        return "LangGraph + driftguard's " + ", ".join(x for x in ("once", "premises", "pinning") if x in self.layers) \
+            + (" layer" if len(self.layers) == 1 else " layers")
 
 
 def stack(name: str, planted: Any = ()) -> Stack:

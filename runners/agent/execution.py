@@ -227,11 +227,10 @@ def setup(stack, scenario, stores: Stores) -> None:
     conn = stores.checkpoint_conn()
     try:
         stack.saver_class(stores.kind)(conn).setup()
-        if stack.once:  # the guard's effect ledger (in the ledger database)
-            from mechanisms.agent.stacks import once_parts
+        if stack.once:  # driftguard's effect ledger (in the ledger database)
             led = Ledger(stores)
             try:
-                once_parts()[1](led.conn).setup()
+                stack.ledger_class()(led.conn).setup()
             finally:
                 led.close()
     finally:
