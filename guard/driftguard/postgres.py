@@ -19,11 +19,16 @@ POSTGRES = Dialect(begin="BEGIN", write=UPSERT_CHECKPOINT_WRITES_SQL, mark="%s")
 POSTGRES_CLAIMS_DDL = CLAIMS_DDL.format(blob="BYTEA", real="DOUBLE PRECISION")
 
 
-def _first(cur) -> tuple | None:
-    if cur.description is None:
-        return None
-    row = cur.fetchone()
+def _row(row) -> tuple | None:
     return None if row is None else tuple(row.values()) if isinstance(row, dict) else tuple(row)
+
+
+def _first(cur) -> tuple | None:
+    return None if cur.description is None else _row(cur.fetchone())
+
+
+async def _afirst(cur) -> tuple | None:
+    return None if cur.description is None else _row(await cur.fetchone())
 
 
 def _no_pipeline(saver) -> None:
@@ -69,5 +74,5 @@ class GuardedAsyncPostgresSaver(AsyncGuard, AsyncPostgresSaver):
     async def _run(self, proc):
         async with self._cursor() as cur:
             async def execute(sql: str, params):
-                return _first(await cur.execute(sql, params))
+                return await _afirst(await cur.execute(sql, params))
             return await adrive(proc, execute, POSTGRES.rollback)

@@ -133,10 +133,10 @@ class Revalidator:
             self.declare(p)
 
     def declare(self, premise: Premise) -> Premise:
-        """Make a premise known by id (a record names premises by id; their rules are code)."""
+        """Make a premise known by id (a record names premises by id; their rules are code, the latest wins)."""
         known = self.premises.get(premise.id)
-        if known is not None and known != premise:
-            raise ValueError(f"premise {premise.id!r} is declared twice with different reads, rules or outcomes")
+        if known is not None and (known.reads, known.on_fail) != (premise.reads, premise.on_fail):
+            raise ValueError(f"premise {premise.id!r} is declared twice with different reads or outcomes")
         self.premises[premise.id] = premise
         return premise
 
