@@ -22,6 +22,8 @@ from runners.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 REFUND = (REPO / "scenarios" / "revalidation" / "workloads" / "refund.toml").read_text()
+AGENT = (REPO / "scenarios" / "agent" / "refund_agent.toml").read_text().replace('name = "refund_agent"',
+                                                                                  'name = "agent_bad"')
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -95,6 +97,8 @@ ROWS = [
     ("no-family", lambda t: scenario(t, REFUND.replace('family = "revalidation"\n', "").replace('name = "refund"', 'name = "x"')),
      ["reproduce"], "family"),
     # --- output folder
+    ("agent-oracle-typed-in", lambda t: scenario(t, AGENT.replace('value = 50\nexpect = "BLOCK"', 'value = 50\nexpect = "KEEP"')),
+     ["reproduce", "--only", "agent"], "changes.blocking.expect: declared KEEP but the declared premises give BLOCK"),
     ("out-is-a-file", lambda t: (t / "afile").write_text("x"), ["reproduce", "--out", "{tmp}/afile"], "is a file"),
     ("out-under-a-file", lambda t: (t / "afile").write_text("x"), ["reproduce", "--out", "{tmp}/afile/run"], "is a file"),
     ("out-read-only", lambda t: ((t / "ro").mkdir(), read_only(t / "ro")), ["reproduce", "--out", "{tmp}/ro"], "read-only"),

@@ -13,7 +13,9 @@ interpreter and interleaved per repetition:
   resolutions and its effect, ``notify`` with its subgraph and effect).
 
 Each round uses a fresh thread; a resume round's parked run is made by the
-round's untimed setup.  Sizes come from the environment the
+round's untimed setup.  The lab's own instrumentation (the trace and the
+resolution events its histories are read from) is off: the agent's effects
+fire, nothing else is written beyond what the stack writes.  Sizes come from the environment the
 ``agent_overhead`` experiment sets (``DRIFTLAB_AGENT_ROUNDS``,
 ``DRIFTLAB_AGENT_REPETITIONS``, ``DRIFTLAB_AGENT_BACKENDS``,
 ``DRIFTLAB_AGENT_STACKS``); run by hand: ``pytest benchmarks/agent/bench_overhead.py``.
@@ -60,7 +62,7 @@ class Agent:
         conn = stores.checkpoint_conn()
         exits.callback(conn.close)
         saver = self.stack.saver_class(backend)(conn)
-        self.app = build(self.stack, self.scenario, ledger, saver, "bench", lambda name, node: None)
+        self.app = build(self.stack, self.scenario, ledger, saver, "bench", lambda name, node: None, record=False)
 
     def config(self) -> dict:
         return {"configurable": {"thread_id": f"t{next(_counter)}"}}

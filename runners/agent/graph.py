@@ -84,8 +84,11 @@ def ledger_resources(ledger: Ledger, scenario):
     return LedgerResources(scenario.contracts)
 
 
-def build(stack, scenario, ledger: Ledger, saver, op: str, point: Callable[[str, str], None]):
-    """The compiled agent for ``stack``, recording into ``ledger`` under the call label ``op``."""
+def build(stack, scenario, ledger: Ledger, saver, op: str, point: Callable[[str, str], None], record: bool = True):
+    """The compiled agent for ``stack``, recording into ``ledger`` under the call label ``op``.
+
+    ``record=False`` leaves out the lab's own instrumentation (the trace and the resolution events the history
+    is read from), so that a benchmark times the agent and its stack only; effects always fire."""
     once = stack.ledger_class()(ledger.conn).setup() if stack.once else None
     revalidator = premises = None
     if stack.premises_layer:
@@ -103,6 +106,11 @@ def build(stack, scenario, ledger: Ledger, saver, op: str, point: Callable[[str,
         "versions": dict, "pins": manifest_type, "outcome": str}, total=False)
     NoticeState = TypedDict("NoticeState", {"run": str, "pins": manifest_type, "text": str},  # noqa: N806
                             total=False)
+
+    def nothing(*_args) -> None:
+        return None
+
+    trace, event = (ledger.trace, ledger.event) if record else (nothing, nothing)
 
     def task(node: str) -> str:
         return f"{NODES.index(node)}:{node}"
@@ -123,7 +131,7 @@ def build(stack, scenario, ledger: Ledger, saver, op: str, point: Callable[[str,
 
         def resolve(identity: str) -> int:
             version = binding.resolve(identity).version if binding is not None else ledger.live(identity)
-            ledger.event(run, "resolve", workflow, identity, version, None, op)
+            event(run, "resolve", workflow, identity, version, None, op)
             return version
         return resolve, (lambda: binding.update() if binding is not None else {})
 
@@ -132,7 +140,7 @@ def build(stack, scenario, ledger: Ledger, saver, op: str, point: Callable[[str,
 
     def decide(state: dict, config) -> dict:
         run = run_of(config)
-        ledger.trace(run, 0, "decide", "node", None, op)
+        trace(run, 0, "decide", "node", None, op)
         objects, versions = ledger.objects()
         resolve, pinned = resolver(run, run, state)
         bound = {ident: resolve(ident) for ident in IDENTITIES}
@@ -145,15 +153,15 @@ def build(stack, scenario, ledger: Ledger, saver, op: str, point: Callable[[str,
 
     def approve(state: dict, config) -> dict:
         run = run_of(config)
-        ledger.trace(run, 1, INTERRUPT_NODE, "node", None, op)
+        trace(run, 1, INTERRUPT_NODE, "node", None, op)
         value = interrupt(state["proposal"])
-        ledger.trace(run, 1, INTERRUPT_NODE, "consume", value, op)
+        trace(run, 1, INTERRUPT_NODE, "consume", value, op)
         return {"approval": str(value), **step({**state, "approval": str(value)}, INTERRUPT_NODE)}
 
     def act(state: dict, config) -> dict:
         run = run_of(config)
         point(AFTER_RESUME_CONSUMED, INTERRUPT_NODE)
-        ledger.trace(run, 2, ACT_NODE, "node", state.get("approval"), op)
+        trace(run, 2, ACT_NODE, "node", state.get("approval"), op)
         objects, versions = ledger.objects()
         if revalidator is not None:
             verdict = revalidator.revalidate(state["parked"])
@@ -187,8 +195,8 @@ def build(stack, scenario, ledger: Ledger, saver, op: str, point: Callable[[str,
 
     def notify(state: dict, config) -> dict:
         run = run_of(config)
-        ledger.trace(run, 3, "notify", "node", state.get("approval"), op)
-        ledger.event(run, "spawn", run, None, None, f"{run}/notify", op)
+        trace(run, 3, "notify", "node", state.get("approval"), op)
+        event(run, "spawn", run, None, None, f"{run}/notify", op)
         out = notice_graph.invoke({"run": run, "pins": stack.subgraph_manifest(state.get("pins") or {})})
         fire(run, "notify", "email", out["text"])
         return step(state, "notify")

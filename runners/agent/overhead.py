@@ -23,7 +23,7 @@ from runners.experiment import Cell, DriftlabError, Experiment, Options, derive_
 from vocabulary.agent import FAMILY, LAYERS, STACKS, STOCK
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "agent" / "bench_overhead.py"
-ROUNDS = {"quick": 3, "paper": 20}
+ROUNDS = {"quick": 5, "paper": 30}
 REPETITIONS = {"quick": 1, "paper": 5}
 PROFILE_STACKS = {"quick": (STOCK, *LAYERS, "+".join(LAYERS)), "paper": STACKS}
 
