@@ -100,6 +100,12 @@ class AgentMatrix(Experiment):
         from mechanisms.agent.stacks import stack
         return [(name, stack(name).describe()) for name in STACKS]
 
+    def compare_table(self, table):
+        """Stacks side by side: per backend and stack, the failing executions of each failure."""
+        wide = table.pivot_table(index=["backend", "stack"], columns="failure", values="count", aggfunc="sum",
+                                 sort=False)
+        return wide.reindex(columns=[f for f in FAILURES if f in wide.columns]).reset_index()
+
     def check(self, options: Options) -> None:
         if not agent_scenarios(options):
             raise DriftlabError("agent_matrix: no scenario of family 'agent' (scenarios/agent/refund_agent.toml)")
