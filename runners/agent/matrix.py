@@ -60,7 +60,7 @@ def run_executions(experiment: str, scenario, case_name: str, stack_name: str, b
     rows, ops, groups = [], [], {}
     for rep in range(repetitions):
         t0 = time.perf_counter()
-        with fresh(backend, options.scratch) as stores:
+        with fresh(backend, options.scratch, durable_ledger=False) as stores:
             execution.setup(st, scenario, stores)
             history = execution.execute(scenario, case, st, stores, f"r{rep}", str(rep))
         wall = (time.perf_counter() - t0) * 1e6

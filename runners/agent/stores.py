@@ -42,6 +42,10 @@ class Stores:
     location: str
     namespace: str = ""  # postgres: the checkpoints' schema
     ledger_namespace: str = ""  # postgres: the ledger's schema
+    #: False: the ledger's commits survive a killed process but not a lost machine (SQLite WAL with
+    #: synchronous=NORMAL; PostgreSQL synchronous_commit=off) -- what agent_matrix needs, as its faults are
+    #: SIGKILLs; the checkpoints keep LangGraph's own settings.  agent_overhead keeps the defaults.
+    durable_ledger: bool = True
 
     def to_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "location": self.location, "namespace": self.namespace,
@@ -54,9 +58,13 @@ class Stores:
             conn = sqlite3.connect(os.path.join(self.location, "ledger.sqlite"), isolation_level=None, timeout=30,
                                    check_same_thread=False)
             conn.execute("PRAGMA journal_mode = WAL")
+            if not self.durable_ledger:
+                conn.execute("PRAGMA synchronous = NORMAL")
             return conn
         import psycopg
-        return psycopg.connect(self.location, autocommit=True, options=f"-c search_path={self.ledger_namespace}")
+        relaxed = "" if self.durable_ledger else " -c synchronous_commit=off"
+        return psycopg.connect(self.location, autocommit=True,
+                               options=f"-c search_path={self.ledger_namespace}{relaxed}")
 
     def checkpoint_conn(self):
         if self.kind == "sqlite":
@@ -83,12 +91,14 @@ class Ledger:
 
     def setup(self, state: dict[str, dict], resources: dict[str, tuple[int, ...]]) -> None:
         real = "REAL" if self.stores.kind == "sqlite" else "DOUBLE PRECISION"
+        self.sql("BEGIN")
         for ddl in DDL:
             self.sql(ddl.format(real=real))
         for name, data in state.items():
             self.sql("INSERT INTO objects (name, data, version) VALUES (?, ?, 1)", (name, json.dumps(data)))
         for ident in resources:
             self.sql("INSERT INTO aliases (identity, live) VALUES (?, 1)", (ident,))
+        self.sql("COMMIT")
 
     # ---- business state
     def objects(self) -> tuple[dict[str, dict], dict[str, int]]:
@@ -132,20 +142,20 @@ class Ledger:
 
 
 @contextmanager
-def fresh(kind: str, scratch=None):
+def fresh(kind: str, scratch=None, durable_ledger: bool = True):
     """New, empty stores for one execution, removed afterwards (a folder, or two PostgreSQL schemas)."""
     from runners import backends
 
     if kind == "sqlite":
         with backends.sqlite_folder(scratch, "agent_") as folder:
-            yield Stores("sqlite", folder)
+            yield Stores("sqlite", folder, durable_ledger=durable_ledger)
         return
     dsn = backends.postgres_dsn()
     made = []
     try:
         made.append(backends.create_schema(dsn, "driftlab_agent_"))
         made.append(backends.create_schema(dsn, "driftlab_agentledger_"))
-        yield Stores("postgres", dsn, made[0], made[1])
+        yield Stores("postgres", dsn, made[0], made[1], durable_ledger)
     finally:
         for name in made:
             backends.drop_schema(dsn, name)
