@@ -83,8 +83,9 @@ def _spawn(args: tuple) -> tuple[int, int]:
     return pid, r
 
 
-def _collect(children: list[tuple[int, int]], timeout: float) -> list[tuple[dict | None, float | None]]:
-    """Per child: (its answer or None if killed / silent, when it answered); kills at ``K`` and at the timeout."""
+def _collect(children: list[tuple[int, int]], timeout: float) -> list[tuple[dict | None, float | None, int | None]]:
+    """Per child: (its answer, when it answered, its exit code).  A child that reached its crash point (``K``) or
+    stayed silent past ``timeout`` is SIGKILLed (exit code -9); one that died on its own keeps its exit code."""
     answers: list[tuple[dict | None, float | None]] = [(None, None)] * len(children)
     bufs = {r: b"" for _, r in children}
     pending = {r: i for i, (_, r) in enumerate(children)}
@@ -101,13 +102,13 @@ def _collect(children: list[tuple[int, int]], timeout: float) -> list[tuple[dict
                 line = bufs[r].split(b"\n", 1)[0]
                 if line and line != b"K":
                     answers[i] = (json.loads(line), time.time())
+    out = []
     for i, (pid, r) in enumerate(children):
-        if answers[i][0] is None:
-            processes.kill(pid)  # SIGKILL: at its crash point, or silent past the timeout
-        else:
-            processes.wait(pid)
+        answered, crashed = answers[i][0] is not None, bufs[r].startswith(b"K")
+        code = processes.kill(pid) if crashed or (not answered and r in pending) else processes.wait(pid)
+        out.append((*answers[i], code))
         os.close(r)
-    return answers
+    return out
 
 
 def execute(scenario, case, stack, stores: Stores, run: str, group: str) -> History:
@@ -125,9 +126,10 @@ def execute(scenario, case, stack, stores: Stores, run: str, group: str) -> Hist
         t0 = time.time()
         children = [_spawn((stores, scenario, stack, kind, run, label, value, crash_at, durability, barrier))
                     for label in labels]
-        for label, (answer, t1) in zip(labels, _collect(children, CALL_TIMEOUT_S)):
-            if answer is None:
-                add(kind, label, t0, None, INDETERMINATE, run=run, op=label, resume=value, workflow=run, killed_by=9)
+        for label, (answer, t1, code) in zip(labels, _collect(children, CALL_TIMEOUT_S)):
+            if answer is None:  # SIGKILLed (at its crash point or silent too long), or died: outcome unknown
+                add(kind, label, t0, None, INDETERMINATE, run=run, op=label, resume=value, workflow=run,
+                    exit_code=code, **({"killed_by": 9} if code == -9 else {}))
             else:
                 add(kind, label, t0, t1, OK, run=run, op=label, resume=value, workflow=run, state=answer["state"],
                     values=answer.get("values"), reason=answer.get("reason", ""))
