@@ -139,3 +139,69 @@ def test_a_claim_keyed_without_the_interrupt_id_refuses_the_second_interrupt(tmp
             with pytest.raises(driftguard.ResumeRefused):
                 app.invoke(Command(resume="ok"), config)
             assert app.get_state(config).next == ("finance",)
+
+
+def fan_in(pinning: bool):
+    """Two parallel branches resolve model:refund while a deployment lands between them, then merge: the
+    operations as an isolation history (start, spawn, resolve, deploy, merge), for the isolation checkers."""
+    import threading
+    from typing import Annotated
+
+    from analysis.checkers import checkers
+    from vocabulary import History, Operation
+
+    resources = driftguard.Resources(["prompt:refund@2 requires model:refund@2"])
+    for v in (1, 2):
+        resources.deploy("model:refund", v, live=(v == 1))
+    pins = driftguard.Pins(resources)
+    ops: list[tuple[str, str, dict]] = [("start", "ok", {"workflow": "w"})]
+    first_bound = threading.Event()
+    channel = pins.channel() if pinning else Annotated[dict, lambda a, b: {**(a or {}), **(b or {})}]
+    State = TypedDict("State", {"pins": channel, "seen": Annotated[list, lambda a, b: (a or []) + (b or [])]},
+                      total=False)
+
+    def branch(name: str, wait: bool):
+        def node(state):
+            if wait:
+                first_bound.wait(5)
+            b = pins.bind(state) if pinning else None
+            v = b.resolve("model:refund").version if b else resources.live("model:refund")
+            ops.append(("resolve", "ok", {"workflow": name, "identity": "model:refund", "version": v}))
+            if not wait:  # the deployer publishes @2 right after the first branch bound @1
+                resources.deploy("model:refund", 2)
+                ops.append(("deploy", "ok", {"identity": "model:refund", "version": 2}))
+                first_bound.set()
+            return {**(b.update() if b else {"pins": {"model:refund": v}}), "seen": [name]}
+        return node
+
+    g = StateGraph(State)
+    g.add_node("a", branch("w/a", False))
+    g.add_node("b", branch("w/b", True))
+    g.add_node("join", lambda state: {"seen": ["join"]})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    g.add_edge(["a", "b"], "join")
+    g.add_edge("join", END)
+    ops += [("spawn", "ok", {"workflow": "w", "child": c, "relation": "fork"}) for c in ("w/a", "w/b")]
+    try:
+        g.compile().invoke({"pins": {}, "seen": []})
+        merged = "ok"
+    except driftguard.PinningError:
+        merged = "fail"  # the fan-in refused
+    ops.append(("merge", merged, {"workflow": "w", "branches": ["w/a", "w/b"]}))
+    ops.sort(key=lambda o: {"start": 0, "spawn": 1}.get(o[0], 2))
+    history = History("agent", tuple(Operation(i, "t", n, s, float(i), float(i), {**v, "group": "0"})
+                                     for i, (n, s, v) in enumerate(ops)),
+                      {"contracts": ["prompt:refund@2 requires model:refund@2"], "versions": {"model:refund": [1, 2]}})
+    return checkers("isolation")["merge_skew"].check(history), merged
+
+
+def test_pinning_refuses_a_fan_in_whose_branches_bound_two_versions():
+    """Catches a fan-in without the manifest's merge check (planted: the branches' manifests merged by a plain
+    dict union): a deployment between two parallel branches' first bindings gives two versions of one alias;
+    without the check the merge is admitted and the isolation family's merge_skew checker says invalid; with
+    driftguard's Pins the fan-in is refused and the checker says valid."""
+    loose, merged = fan_in(pinning=False)
+    assert merged == "ok" and loose.verdict is Verdict.INVALID
+    pinned, merged = fan_in(pinning=True)
+    assert merged == "fail" and pinned.verdict is Verdict.VALID
