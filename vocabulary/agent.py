@@ -56,7 +56,6 @@ IRRELEVANT, PRESENTATION, PREDICATE_PRESERVING, REPLANNING, BLOCKING = (
 CHANGE_CLASSES = (IRRELEVANT, PRESENTATION, PREDICATE_PRESERVING, REPLANNING, BLOCKING)
 KEEP, REFRESH, REPLAN, BLOCK = "KEEP", "REFRESH", "REPLAN", "BLOCK"
 OUTCOMES = (KEEP, REFRESH, REPLAN, BLOCK)  # dominance: BLOCK > REPLAN > REFRESH > KEEP
-RANK = {o: i for i, o in enumerate(OUTCOMES)}
 SAFE = (KEEP, REFRESH)  # the action may go ahead (REFRESH: with its payload re-rendered)
 
 # ------------------------------------------------------------------ the resume family's crash points used here

@@ -29,7 +29,7 @@ from typing import Any
 
 from analysis.checkers import checkers
 from vocabulary import CheckResult, History, Operation, Verdict, Witness
-from vocabulary.agent import (FAILURES, FAMILY, JUDGED_BY, NEEDLESS_REPLAN, NEVER_COMPLETES, SAFE, STALE_RELEASE)
+from vocabulary.agent import (FAILURES, FAMILY, JUDGED_BY, NEEDLESS_REPLAN, SAFE, STALE_RELEASE)
 
 OTHER_FAMILIES = ("revalidation", "isolation", "resume")
 

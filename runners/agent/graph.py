@@ -34,7 +34,7 @@ label (``op``), so the history can be read back from the stores afterwards.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Callable, TypedDict
+from typing import Any, Callable, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
