@@ -13,7 +13,8 @@ interpreter and interleaved per repetition:
   resolutions and its effect, ``notify`` with its subgraph and effect).
 
 Each round uses a fresh thread; a resume round's parked run is made by the
-round's untimed setup.  The lab's own instrumentation (the trace and the
+round's untimed setup; one untimed warm-up round precedes each benchmark, and
+the stacks' order rotates per repetition.  The lab's own instrumentation (the trace and the
 resolution events its histories are read from) is off: the agent's effects
 fire, nothing else is written beyond what the stack writes.  Sizes come from the environment the
 ``agent_overhead`` experiment sets (``DRIFTLAB_AGENT_ROUNDS``,
@@ -86,8 +87,14 @@ def agents():
         yield get
 
 
+def _rotated(names: list[str], by: int) -> list[str]:
+    """The stacks in a different order each repetition (no stack always first after a switch of kind)."""
+    k = by % len(names)
+    return names[k:] + names[:k]
+
+
 CASES = [(rep, backend, kind, name) for rep in range(REPETITIONS) for backend in BACKENDS
-         for kind in ("step", "resume") for name in CHOSEN]
+         for kind in ("step", "resume") for name in _rotated(CHOSEN, rep)]
 
 
 @pytest.mark.parametrize("repetition, backend, kind, name", CASES,
@@ -96,11 +103,12 @@ def test_agent(benchmark, agents, repetition, backend, kind, name):
     agent = agents(backend, name)
     benchmark.extra_info.update(repetition=repetition, backend=backend, kind=kind, stack=agent.stack.name)
     if kind == "step":
-        benchmark.pedantic(agent.start, setup=lambda: ((agent.config(),), {}), rounds=ROUNDS, iterations=1)
+        benchmark.pedantic(agent.start, setup=lambda: ((agent.config(),), {}), rounds=ROUNDS, iterations=1,
+                           warmup_rounds=1)
         return
 
     def parked():
         config = agent.config()
         agent.start(config)
         return (config,), {}
-    benchmark.pedantic(agent.resume, setup=parked, rounds=ROUNDS, iterations=1)
+    benchmark.pedantic(agent.resume, setup=parked, rounds=ROUNDS, iterations=1, warmup_rounds=1)
