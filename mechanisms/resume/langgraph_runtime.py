@@ -189,10 +189,11 @@ class LangGraphRuntime(DurableRuntime):
         step = metadata.get("step", -1)  # LangGraph's step s >= 1 is written after node s - 1 of a linear graph
         if metadata.get("source") == "loop" and 1 <= step <= len(self.graph.nodes):
             run_id = str(config["configurable"]["thread_id"])
-            # only where the harness will stop (its hooks name the point); "exit" stores no writes before it
+            # only where the harness will stop (its hooks name the point); "exit" stores no writes before it,
+            # but driftguard runs a claimed resume (and the recovery that continues it) durably, step by step
             stops_here = tuple(getattr(self.hooks, "crash", None) or ()) == (DURING_CHECKPOINT_WRITE,
                                                                              self.graph.nodes[step - 1].name)
-            if stops_here and self._aloop is None and self.durability != "exit":
+            if stops_here and self._aloop is None and (self.durability != "exit" or self.guarded):
                 self._writes_stored(config)
             self.point(DURING_CHECKPOINT_WRITE, run_id, step - 1)
 
