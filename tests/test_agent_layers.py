@@ -85,16 +85,22 @@ def test_a_manifest_not_inherited_by_the_subgraph_is_a_context_escape(scenario):
     assert "r0/notify" in escape.witnesses[0].explanation and "prompt:refund@2" in escape.witnesses[0].explanation
 
 
-def test_stock_shows_its_failures_and_all_layers_show_none_in_one_execution(scenario):
+@pytest.mark.parametrize("case, failing", [
+    ("presentation_prompt_k2", (("revalidation", "oracle_agreement"), ("isolation", "semantic_read_skew"),
+                                ("isolation", "compatibility_skew"), ("resume", "CO"))),
+    ("blocking_policy_crash_effect", (("revalidation", "oracle_agreement"), ("resume", "EO"))),
+    ("replanning_prompt_crash_consumed", (("agent", "completes"),)),
+])
+def test_stock_shows_its_failures_and_all_layers_show_none(scenario, case, failing):
     """Catches a judgement that misses a failure, or a full stack that leaks one: two approvers at once with a
-    redeployment and a presentation change give stock a needless replan, read and compatibility skew, a double
-    effect and a second approval accepted, each from its own family's checker; all three layers give none."""
-    case = scenario.case("presentation_prompt_k2")
-    _, stock = run_case(scenario, stack(STOCK), case)
-    for key in (("revalidation", "oracle_agreement"), ("isolation", "semantic_read_skew"),
-                ("isolation", "compatibility_skew"), ("resume", "EO"), ("resume", "CO")):
+    redeployment and a presentation change give stock a needless replan, read and compatibility skew and a second
+    approval accepted; a SIGKILL after the effect, a double effect and a stale release; a SIGKILL after the
+    approval was consumed under durability "exit", a run that never completes -- each from its own family's
+    checker; all three layers give none of them, and no other verdict but valid."""
+    _, stock = run_case(scenario, stack(STOCK), scenario.case(case))
+    for key in failing:
         assert stock[key].verdict is Verdict.INVALID, key
-    _, full = run_case(scenario, stack("once+premises+pinning"), case)
+    _, full = run_case(scenario, stack("once+premises+pinning"), scenario.case(case))
     assert {k: r.verdict for k, r in full.items() if r.verdict is not Verdict.VALID} == {}
 
 
