@@ -123,7 +123,7 @@ class AgentMatrix(Experiment):
             if reps < 1:
                 raise DriftlabError(f"--repetitions must be at least 1, got {reps}")
             out += [Cell(self.name, (("stack", s), ("backend", b), ("scenario", sc.name), ("case", c.name)), reps, seed)
-                    for s in stacks(options) for b in chosen for c in sc.cases]
+                    for s in stacks(options) for b in chosen for c in sc.cases if profile in c.profiles]
         return out
 
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:

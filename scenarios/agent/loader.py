@@ -60,6 +60,7 @@ class AgentCase:
     deployment: str  # a deployment name or "none"
     approvers: int
     crash: str  # a crash point or "none"
+    profiles: tuple[str, ...] = ("quick", "paper")  # the profiles that run this case
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,10 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> AgentScenario:
             raise ScenarioError(f"{path}: {where}approvers: {k} (expected 1, 2 or 4)")
         if crash != NONE and k != 1:
             raise ScenarioError(f"{path}: {where}crash: a crash needs approvers = 1")
-        cases.append(AgentCase(cname, change, dep, k, crash))
+        profiles = c.get("profiles", ["quick", "paper"])
+        if not isinstance(profiles, list) or not profiles or not set(profiles) <= {"quick", "paper"}:
+            raise ScenarioError(f"{path}: {where}profiles: expected a list of quick and/or paper")
+        cases.append(AgentCase(cname, change, dep, k, crash, tuple(profiles)))
     reps = _need(path, raw, "repetitions", dict)
     for prof in ("quick", "paper"):
         if not isinstance(reps.get(prof), int) or reps[prof] < 1:
