@@ -260,11 +260,13 @@ def test_consume_once_holds_in_every_durability_mode(saver_kind, durability, tmp
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("durability", ["async", "exit"])
-def test_consume_once_holds_on_postgres_async_saver(durability, pg_dsn, tmp_path):
-    """The same crash on GuardedAsyncPostgresSaver (the claim and LangGraph's resume write in one transaction).
+@pytest.mark.parametrize("saver_kind", ["sync", "async"])
+def test_consume_once_holds_on_postgres(saver_kind, durability, pg_dsn, tmp_path):
+    """The same crash on GuardedPostgresSaver and GuardedAsyncPostgresSaver (the claim and LangGraph's resume write
+    in one transaction).
 
-    Planted bug caught: as above, and a claim whose resume write goes to another connection or transaction than
-    the claim (a crash between them leaves a claim without a write: the recovery would park again)."""
+    Planted bugs caught: as above, and a claim whose resume write goes to another transaction than the claim (a
+    crash between them leaves a claim without a write: the recovery would park again)."""
     import psycopg
     from psycopg.rows import dict_row
 
@@ -272,16 +274,22 @@ def test_consume_once_holds_on_postgres_async_saver(durability, pg_dsn, tmp_path
 
     schema = create_schema(pg_dsn, "dguard_")
     consumed = str(tmp_path / "consumed.txt")
+    opts = dict(autocommit=True, prepare_threshold=0, row_factory=dict_row, options=f"-c search_path={schema}")
+    cfg = {"configurable": {"thread_id": "t"}}
 
     def run(value, kill):
+        graph = flow_graph(consumed, os.getpid() if kill else None)
+        if saver_kind == "sync":
+            with psycopg.connect(pg_dsn, **opts) as conn:
+                saver = driftguard.GuardedPostgresSaver(conn)
+                saver.setup()
+                return graph.compile(checkpointer=saver).invoke(value, cfg, durability=durability)
+
         async def go():
-            async with await psycopg.AsyncConnection.connect(
-                    pg_dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                    options=f"-c search_path={schema}") as conn:
+            async with await psycopg.AsyncConnection.connect(pg_dsn, **opts) as conn:
                 saver = driftguard.GuardedAsyncPostgresSaver(conn)
                 await saver.setup()
-                app = flow_graph(consumed, os.getpid() if kill else None).compile(checkpointer=saver)
-                return await app.ainvoke(value, {"configurable": {"thread_id": "t"}}, durability=durability)
+                return await graph.compile(checkpointer=saver).ainvoke(value, cfg, durability=durability)
         return asyncio.run(go())
 
     try:
