@@ -54,6 +54,21 @@ def test_package_imports_nothing_of_the_lab():
     assert found == []
 
 
+def test_the_four_savers_share_one_claim():
+    """The sync savers share one get_tuple, the async ones one aget_tuple, and the claim's statements are written
+    once (consume_once.py); each saver only says how it runs a statement.
+
+    Planted bug caught: a saver with its own copy of the claim (the near-copies the package replaced, which drift:
+    one of them checking the insert's row count and another not)."""
+    from driftguard.consume_once import AsyncGuard, SyncGuard
+
+    pg = pytest.importorskip("driftguard.postgres")
+    assert GuardedSqliteSaver.get_tuple is pg.GuardedPostgresSaver.get_tuple is SyncGuard.get_tuple
+    assert GuardedAsyncSqliteSaver.aget_tuple is pg.GuardedAsyncPostgresSaver.aget_tuple is AsyncGuard.aget_tuple
+    texts = {p.name: p.read_text() for p in (GUARD / "driftguard").glob("*.py")}
+    assert [name for name, text in texts.items() if "INSERT INTO driftguard_claims" in text] == ["consume_once.py"]
+
+
 def _uv(*args: str, offline: bool) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PYTHON")}
     return subprocess.run(["uv", *args, *(["--offline"] if offline else [])], capture_output=True, text=True,
