@@ -116,3 +116,18 @@ def test_agreement_counts_false_allows_and_blocks_of_premises_stacks_only():
     got = agreement(rec).iloc[0]
     assert (got["decisions"], got["agree"], got["false_allows"], got["false_blocks"]) == (3, 1, 1, 1)
     assert NEVER_COMPLETES in FAILURES
+
+
+def test_failures_beyond_stock_name_the_execution_and_what_stock_came_to():
+    """Catches a report that would let a failure a layer uncovered pass as one the layer caused: the once layer
+    completes a run stock never completed, so its read skew there is listed with "stock never completed there"."""
+    from analysis.agent.matrix import beyond_stock
+
+    rows = []
+    for stack, skew, never in (("stock", "valid", "invalid"), ("once", "invalid", "valid")):
+        row = {"backend": "sqlite", "stack": stack, "case": "crash_consumed", "repetition": 0}
+        row.update({f: "valid" for f in FAILURES})
+        row.update(read_skew=skew, never_completes=never)
+        rows.append(row)
+    assert beyond_stock(pd.DataFrame(rows)) == [
+        "sqlite/once/read_skew in crash_consumed#0 (stock never completed there)"]

@@ -57,6 +57,24 @@ def agreement(records: pd.DataFrame) -> pd.DataFrame:
                          "change": rev["change"]}).groupby("backend").sum(numeric_only=True).reset_index()
 
 
+def beyond_stock(records: pd.DataFrame) -> list[str]:
+    """Failures a stack showed where stock, in the same backend, case and repetition, did not; each with what
+    stock's execution came to there (a run stock never completed cannot meet the failures after its park)."""
+    key = ["backend", "case", "repetition"]
+    stock = records[records["stack"] == "stock"].set_index(key)
+    out = []
+    for r in records[records["stack"] != "stock"].itertuples(index=False):
+        k = (r.backend, r.case, r.repetition)
+        if k not in stock.index:
+            continue
+        base = stock.loc[k]
+        for f in FAILURES:
+            if getattr(r, f) == "invalid" and base[f] != "invalid":
+                note = "stock never completed there" if base["never_completes"] == "invalid" else f"stock: {base[f]}"
+                out.append(f"{r.backend}/{r.stack}/{f} in {r.case}#{r.repetition} ({note})")
+    return out
+
+
 def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     rows, matrices = [], []
     for backend, g in tab.groupby("backend", sort=False):
@@ -83,6 +101,7 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         rows.append(row(f"{r.backend}: premises layer vs oracle, false blocks (of {r.decisions} decisions)",
                         int(r.false_blocks), None, "count"))
     broken = independence(tab)
+    more = beyond_stock(records)
     witnesses = [f"- {b} / {s} / {f}: {w} (case {c})" for b, s, f, w, c, n in
                  zip(tab["backend"], tab["stack"], tab["failure"], tab["witness"], tab["witness_case"], tab["count"])
                  if n and s == "stock"]
@@ -97,6 +116,8 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         "failures) is checked cell by cell: "
         + ("every cell agrees." if not broken else "cells against it: " + "; ".join(
             f"{b}/{s}/{f} = {c}" for b, s, f, c in broken) + ".")
+        + (" Executions where a stack shows a failure stock did not show in the same case and repetition: "
+           + "; ".join(more) + "." if more else "")
         + " No paper publishes this matrix (not in the papers).\n\nStock LangGraph's witnesses:\n" + "\n".join(witnesses))
     return Section("agent_matrix", "Agent: one LangGraph agent, three failure modes, the guard's layers", rows, notes,
                    matrices=matrices)
