@@ -58,7 +58,7 @@ NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 CLAIMS_DDL = """CREATE TABLE IF NOT EXISTS driftguard_claims (
     thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '', interrupt_id TEXT NOT NULL,
     checkpoint_id TEXT NOT NULL, claimant TEXT NOT NULL, value_type TEXT, value {blob}, claimed_at {real} NOT NULL,
-    PRIMARY KEY (thread_id, checkpoint_ns, interrupt_id))"""
+    PRIMARY KEY (thread_id, checkpoint_ns, interrupt_id)){suffix}"""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from langgraph.checkpoint.postgres.base import UPSERT_CHECKPOINT_WRITES_SQL
 from driftguard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, SyncGuard, adrive, drive
 
 POSTGRES = Dialect(begin="BEGIN", write=UPSERT_CHECKPOINT_WRITES_SQL, mark="%s")
-POSTGRES_CLAIMS_DDL = CLAIMS_DDL.format(blob="BYTEA", real="DOUBLE PRECISION")
+POSTGRES_CLAIMS_DDL = CLAIMS_DDL.format(blob="BYTEA", real="DOUBLE PRECISION", suffix="")
 
 
 def _row(row) -> tuple | None:

@@ -19,7 +19,9 @@ SQLITE = Dialect(
     # the statement SqliteSaver.put_writes uses for LangGraph's reserved channels (langgraph-checkpoint-sqlite 3.x)
     write="INSERT OR REPLACE INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, "
           "type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-SQLITE_CLAIMS_DDL = CLAIMS_DDL.format(blob="BLOB", real="REAL")
+# WITHOUT ROWID: the rows live in the primary key's B-tree, so a claim dirties one B-tree, not a table and its
+# index (measured: WAL bytes per resume +22% over stock with a rowid table, +12% without)
+SQLITE_CLAIMS_DDL = CLAIMS_DDL.format(blob="BLOB", real="REAL", suffix=" WITHOUT ROWID")
 
 
 class GuardedSqliteSaver(SyncGuard, SqliteSaver):
