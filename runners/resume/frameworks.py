@@ -1,0 +1,88 @@
+"""``resume_frameworks``: every framework release in its own environment, under the same cells and checkers.
+
+Serves issue 14 §4 ("Resume Means Resume", arXiv 2608.03836: the paper's
+artifact profiled six frameworks at pinned releases by hand; here one command
+answers it at any release).  Rows: the runtimes declared by
+``data/envs/*/pyproject.toml`` (or those named with ``--mechanisms``; any
+runtime of the family may be added, e.g. ``langgraph+guard``).  Cells per
+runtime: every fault-matrix cell (``scenarios/resume/cell_*.toml``, real
+SIGKILL, recovery in a new process) on SQLite, and the concurrency grid's
+race cells (``scenarios/resume/concurrency.toml``, quick: its corner subset)
+on every backend the framework declares, k racers forked from the env's warm
+server.  Each env is built (or reused) in :meth:`check`, before any cell
+runs: an env that cannot be built stops the run with one line, exit 2, and
+the cells of earlier experiments stay in the run folder.
+"""
+from __future__ import annotations
+
+from mechanisms.resume.frameworks import declared
+from runners.experiment import Cell, CellOutput, DriftlabError, Options, artifact
+from runners.resume import common as rc
+from runners.resume.concurrency import grid, race_cell
+from runners.resume.faults import FaultCells
+
+REPETITIONS = {"quick": 1, "paper": 2}
+
+
+def framework_rows(options: Options) -> list[str]:
+    """The user's runtimes (``--mechanisms``), or every declared framework runtime (aliases left out)."""
+    given = options.mechanisms_for("resume")
+    if given:
+        return rc.runtimes(options)
+    return list(dict.fromkeys(d.name for d in declared().values()))
+
+
+def about(runtime: str) -> tuple[tuple[str, str], ...]:
+    d = declared().get(runtime)
+    if d is None:  # a lab runtime added with --mechanisms
+        return (("framework", runtime.split("+")[0].split("[")[0]), ("release", "installed"), ("variant", ""))
+    return (("framework", d.framework), ("release", d.release), ("variant", d.variant))
+
+
+class ResumeFrameworks(FaultCells):
+    name = "resume_frameworks"
+    description = ("framework@release x property (Hermitage-style): fault cells and k-racer cells, each framework "
+                   "release in its own uv-locked environment")
+    artifacts = (artifact("resume_frameworks"),)
+
+    def runtime_names(self, options: Options) -> list[str]:
+        return framework_rows(options)
+
+    def check(self, options: Options) -> None:
+        from runners.resume import envs
+
+        super().check(options)
+        for rt in self.runtime_names(options):
+            if rt in declared():
+                envs.ensure(declared()[rt].env)
+
+    def repetitions(self, profile: str, options: Options) -> int:
+        reps = options.extra.get("repetitions") or REPETITIONS[profile]
+        if reps < 1:
+            raise DriftlabError(f"--repetitions must be at least 1, got {reps}")
+        return reps
+
+    def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
+        reps = self.repetitions(profile, options)
+        g = grid(options)
+        ks, jitters = g.grid(profile)
+        out = []
+        for rt in self.runtime_names(options):
+            meta = about(rt)
+            out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", c.name), ("backend", "sqlite"), ("k", 0),
+                                     ("jitter_ms", 0.0)), reps, seed) for c in rc.fault_cells(options)]
+            backends = [b for b in g.backends if rt in rc.runtimes(Options(mechanisms=(rt,)), b)
+                        and (b != "postgres" or not rc.postgres_reachable())]
+            out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", "concurrent_resume"), ("backend", b),
+                                     ("k", k), ("jitter_ms", float(j))), g.repetitions[profile], seed)
+                    for b in backends for k in ks for j in jitters]
+        return out
+
+    def run_cell(self, cell: Cell, options: Options) -> CellOutput:
+        p = cell.p
+        if not p["k"]:
+            records, history = rc.run_fault_cell(self.name, p["runtime"], p["fault_cell"], cell.repetitions,
+                                                 cell.seed, options, p["backend"])
+            return CellOutput(records, history)
+        return race_cell(self.name, p["runtime"], p["backend"], int(p["k"]), float(p["jitter_ms"]), cell.repetitions,
+                         cell.seed, options, per_property=True, fault_cell="concurrent_resume")
