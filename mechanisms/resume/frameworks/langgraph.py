@@ -30,11 +30,12 @@ the interrupt is about to start).
 """
 from __future__ import annotations
 
+import operator
 import sqlite3
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional, TypedDict
+from typing import Annotated, Any, Optional, TypedDict
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
@@ -61,7 +62,16 @@ class LabStateModel(BaseModel):
     log: list[str] = Field(default_factory=list)
 
 
-STATES = {"typeddict": LabState, "pydantic": LabStateModel}
+class LabStateParallel(TypedDict):
+    """The same four fields for a graph with parallel siblings: ``log`` and ``steps`` reduced from each node's delta."""
+
+    input: str
+    approval: Optional[str]
+    steps: Annotated[int, operator.add]
+    log: Annotated[list[str], operator.add]
+
+
+STATES = {"typeddict": LabState, "pydantic": LabStateModel, "parallel": LabStateParallel}
 
 
 def as_dict(state: Any) -> dict:
@@ -88,7 +98,7 @@ class LangGraphAdapter(Adapter):
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)
         self.durability = self.options.get("durability", "async")
-        self.state_kind = self.options.get("state", "typeddict")
+        self.state_kind = self.graph.hints.get("state") or self.options.get("state", "typeddict")
         self.saver = self._open_saver()
         self.saver.runtime_point = self._checkpoint_point
         self.app = self._graph().compile(checkpointer=self.saver)
@@ -109,12 +119,22 @@ class LangGraphAdapter(Adapter):
         return _pointed(PostgresSaver)(self._conn)
 
     def _graph(self) -> StateGraph:
-        g = StateGraph(STATES[self.state_kind])
+        """One node per graph node, edges in order; the graph's ``parallel`` siblings fan out and in."""
+        siblings = list(self.graph.hints.get("parallel", ()))
+        g = StateGraph(STATES["parallel" if siblings else self.state_kind])
         for step, node in enumerate(self.graph.nodes):
             g.add_node(node["name"], self._node(step))
-        names = [START, *self.graph.names, END]
-        for a, b in zip(names, names[1:]):
-            g.add_edge(a, b)
+        levels: list[list[str]] = []
+        for name in self.graph.names:
+            if name in siblings and levels and levels[-1][0] in siblings:
+                levels[-1].append(name)
+            else:
+                levels.append([name])
+        levels = [[START], *levels, [END]]
+        for before, after in zip(levels, levels[1:]):
+            for a in before:
+                for b in after:
+                    g.add_edge(a, b)
         return g
 
     def _node(self, step: int):
@@ -125,8 +145,12 @@ class LangGraphAdapter(Adapter):
             value = interrupt(self.interrupt_payload(run_id)) if node["interrupt"] else None
             if step > 0 and self.graph.nodes[step - 1]["interrupt"]:
                 self.point(AFTER_RESUME_CONSUMED, run_id, step - 1)
-            new = self.run_node(run_id, step, as_dict(state), value)
+            old = as_dict(state)
+            new = self.run_node(run_id, step, old, value)
             self.point(AFTER_NODE_BEFORE_CHECKPOINT, run_id, step)
+            if self.graph.hints.get("parallel"):  # reduced channels: the node's delta
+                delta = {"log": new["log"][len(old.get("log", [])):], "steps": 1}
+                return {**delta, "approval": new["approval"]} if node["interrupt"] else delta
             return new
 
         run.__name__ = node["name"]
@@ -209,6 +233,21 @@ class LangGraphAdapter(Adapter):
         if head["state"] == DONE:
             return head
         return self._invoke(run_id, None)
+
+    def replay(self, run_id: str, checkpoint_id: str) -> dict:
+        """LangGraph's own replay fork: ``invoke(None)`` from a past checkpoint id of the same thread."""
+        return self._invoke(run_id, None, checkpoint_id)
+
+    def update(self, run_id: str, values: dict) -> dict:
+        """``update_state(values)`` on the thread head (as LangGraph picks the node), running nothing."""
+        try:
+            self.app.update_state(self._config(run_id), dict(values))
+        except Exception as exc:  # noqa: BLE001 - LangGraph refused the update: the call's answer is "refused"
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            head = self.state(run_id)
+            return self.status(run_id, REFUSED, head["checkpoint"], head["node"], head["values"],
+                               f"{type(exc).__name__}: {text}")
+        return self.state(run_id)
 
     def fork(self, run_id: str, checkpoint_id: str, new_run_id: str) -> dict:
         src = self.app.get_state(self._config(run_id, checkpoint_id))

@@ -45,7 +45,8 @@ How to write an adapter (the contract)
        fork = "..."                          # a call the framework has no form of
 
    Every key of ``not_applicable`` is a named point (``POINTS``) or a call
-   (``start``, ``resume``, ``fork``, ``recover``, ``resume_by_id``); the
+   (``start``, ``resume``, ``fork``, ``recover``, ``replay``, ``update``) or a
+   graph hint (``parallel``, ``state``); the
    cells that need it are reported ``n/a`` with that reason, never dropped.
    Nothing else is needed: the name becomes a runtime (``--mechanisms``,
    ``resume_faults``, ``resume_concurrency``, ``resume_profile``,
@@ -78,7 +79,13 @@ How to write an adapter (the contract)
    ``checkpoints(run_id)`` (``self.checkpoint(...)`` dicts, oldest first:
    what your framework persisted, as ``step`` = nodes completed and the state
    values), ``state(run_id)``, ``setup()`` (called once per backend before any
-   call) and ``close()``.  Report what the framework does, faithfully: a
+   call) and ``close()``.  Two optional calls serve the framework-only cells
+   (``scenarios/resume/frameworks/``): ``replay(run_id, checkpoint_id)``
+   (the framework's own re-run of a thread from a past checkpoint, if it has
+   one) and ``update(run_id, values)`` (an external state update); without
+   them, declare ``replay`` / ``update`` in ``not_applicable`` with the reason.
+   Graphs may carry ``graph.hints`` (``parallel`` siblings, a ``state`` kind):
+   honour them or declare ``parallel`` / ``state`` n/a.  Report what the framework does, faithfully: a
    framework that accepts a stray resume returns what it returned; a refusal
    is ``refused`` only when the framework refused before running a node.
 6. **Exceptions.**  Do not catch an exception to return ``parked``/``done``.
@@ -146,6 +153,10 @@ class Graph:
                            invalid=bool(n.get("invalid")), work_ms=float(n.get("work_ms", 0.0))) for n in raw["nodes"]]
         self.names = [n["name"] for n in self.nodes]
         self.interrupt_step = next(i for i, n in enumerate(self.nodes) if n["interrupt"])
+        #: how a framework should build it, beyond the node semantics (``parallel``: sibling node names run in one
+        #: step; ``state``: how the state is declared, e.g. "pydantic"); an adapter that cannot honour a hint says
+        #: so in its ``not_applicable``
+        self.hints = dict(raw.get("hints") or {})
 
     def task(self, step: int) -> str:
         return f"{step}:{self.names[step]}"
