@@ -29,7 +29,9 @@ checkpoints: LlamaIndex writes none of its own between steps.
   ``ctx.send_event(HumanResponseEvent(response=value))``; a snapshot of a
   finished run is restored and run like any other (what LlamaIndex then does
   is measured);
-- ``recover`` = the newest snapshot restored and run, sending nothing;
+- ``recover`` = the newest snapshot, as it is: a parked run restored with no
+  response waits for one (LlamaIndex re-emits no ``InputRequiredEvent``), and
+  nothing else is ever snapshotted, so there is nothing to run;
 - ``fork`` = the snapshot copied to a new run (nothing runs).
 
 The run id is the adapter's (the call's ``run_id``), never read back from the
@@ -229,9 +231,9 @@ class LlamaIndexAdapter(Adapter):
         snap = self._snapshot(run_id)
         if snap is None:  # killed before its first snapshot: nothing of the run is durable
             return self.status(run_id, REFUSED, reason=f"no snapshot of run {run_id!r}")
-        if snap[1] == DONE:
-            return self.state(run_id)
-        return self._run(run_id, json.loads(snap[4]))
+        # the newest snapshot is the park (a run is only snapshotted there and at its end): restored with no
+        # response it would wait for one, re-emitting nothing; what is durable is that parked run
+        return self.state(run_id)
 
     def fork(self, run_id: str, checkpoint_id: str, new_run_id: str) -> dict:
         snap = self._snapshot(run_id, checkpoint_id)
