@@ -231,3 +231,21 @@ def _connect() -> None:
 
 
 _connect()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m runners.resume.envs [ENV ...]``: build (or reuse) the named envs, or every declared one (CI)."""
+    names = (argv if argv is not None else sys.argv[1:]) or sorted({d.env for d in declared().values()})
+    try:
+        for name in names:
+            t0 = time.perf_counter()
+            env = ensure(name)
+            print(f"{name}: {'reused' if env.reused else 'built'} in {time.perf_counter() - t0:.1f} s at {env.path}")
+    except EnvError as exc:
+        print(f"driftlab: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
