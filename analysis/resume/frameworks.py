@@ -18,6 +18,8 @@ conforms), shown beside the lab's, never instead of it.
 """
 from __future__ import annotations
 
+from fnmatch import fnmatch
+
 import pandas as pd
 
 from analysis.reference import reference
@@ -86,6 +88,79 @@ def published(framework: str, variant: str) -> list[dict]:
             if v["framework"] == framework and v.get("variant", "") == variant]
 
 
+#: cells whose outcome is a finding of its own (issue 14 §2), named in the report for every row that ran them
+PROBES = {
+    "second_resume_by_id": "a fork from the paused interrupt's checkpoint with a new resume value (same thread, "
+                           "addressed by the checkpoint's id)",
+    "parallel_sibling_done": "parallel siblings, one killed after its effect while the other had finished",
+    "replay_past_checkpoint": "the framework's own replay fork (invoked again from a past checkpoint id, same thread)",
+    "update_undeclared_key": "a state update with a key the schema does not declare",
+    "pydantic_invalid_next": "a pydantic state receiving an invalid value, then a recovery and a second resume",
+}
+
+
+def cell_outcome(records: pd.DataFrame, runtime: str, cell: str) -> str:
+    """One line: which properties the cell violated on ``runtime``, effects fired vs expected, the first witness."""
+    t = records[(records["runtime"] == runtime) & (records["fault_cell"] == cell)]
+    if t.empty:
+        return ""
+    if set(t["verdict"]) == {"not applicable"}:
+        return f"n/a ({t['witness'].iloc[0]})"
+    bad = t[t["verdict"] == "invalid"]
+    fired, expected = t["effects_fired"].mean(), int(t["effects_expected"].iloc[0])
+    if bad.empty:
+        return f"every property holds ({fired:g} effects fired, {expected} expected)"
+    return (f"{', '.join(dict.fromkeys(bad['property']))} violated ({fired:g} effects fired, {expected} expected); "
+            f"e.g. {bad['witness'].iloc[0]}")
+
+
+def changes(records: pd.DataFrame, old: str, new: str) -> list[str]:
+    """(cell: property old -> new) wherever two releases' verdicts differ in this run."""
+    a = records[records["runtime"] == old].groupby(["fault_cell", "property"])["verdict"].agg(fold)
+    b = records[records["runtime"] == new].groupby(["fault_cell", "property"])["verdict"].agg(fold)
+    both = a.index.intersection(b.index)
+    return [f"{c} {p}: {a[(c, p)]} -> {b[(c, p)]}" for c, p in both if a[(c, p)] != b[(c, p)]]
+
+
+def langgraph_notes(tab: pd.DataFrame, records: pd.DataFrame) -> list[str]:
+    """The paper's 1.2.9 findings on 1.2.9 itself and on every other LangGraph release row; what changed since."""
+    ref = reference("langgraph")
+    rows = tab[tab["framework"] == "langgraph"]
+    if rows.empty or not ref:
+        return []
+    out = []
+    for rt in rows["runtime"]:
+        parts = []
+        for f in ref.get("findings", []):
+            if f["id"] == "saturation":
+                races = _races(records[records["runtime"] == rt])
+                if len(races):
+                    parts.append(f"saturation 1.0 in {int((races['saturation'] >= 0.999).sum())} of {len(races)} "
+                                 f"races (paper: {ref['concurrency_cells_saturated']} of {ref['concurrency_cells']} "
+                                 "cells)")
+                continue
+            t = records[(records["runtime"] == rt) & (records["property"] == f["property"])
+                        & records["fault_cell"].map(lambda c: any(fnmatch(c, p) for p in f["cells"]))]
+            if t.empty:
+                continue
+            bad = t[t["verdict"] == "invalid"]
+            parts.append(f"\"{f['claim']}\": {f['property']} violated in {bad['fault_cell'].nunique()} of "
+                         f"{t['fault_cell'].nunique()} cell(s) ({'reproduced' if len(bad) else 'NOT reproduced'})")
+        out.append(f"{rt}, the paper's {ref['version']} findings: " + "; ".join(parts) + ".")
+    names = list(rows["runtime"])
+    paper = next((n for n in names if rows.loc[rows["runtime"] == n, "release"].iloc[0] == ref["version"]), None)
+    for other in names:
+        if paper and other != paper:
+            diff = changes(records, paper, other)
+            out.append(f"What changed from {paper} to {other}: " + ("nothing in this run's cells" if not diff
+                                                                    else "; ".join(diff)) + ".")
+    for cell, what in PROBES.items():
+        seen = [f"{rt}: {cell_outcome(records, rt, cell)}" for rt in tab["runtime"] if cell_outcome(records, rt, cell)]
+        if seen:
+            out.append(f"Finding, {what} ({cell}): " + " | ".join(seen) + ".")
+    return out
+
+
 def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     rows_, cells, paper, notes = [], {}, {}, []
     names = list(tab["runtime"])
@@ -123,6 +198,7 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     if absent:
         notes.append("Published in the artifact, with no row in this run: " + "; ".join(
             f"{v['framework']} {v['release']} {v['property']} {v['verdict']} ({v['finding']})" for v in absent) + ".")
+    notes += langgraph_notes(tab, records)
     notes.append("'paper' in the grid is the artifact's published finding for the same framework at the older release "
                  "named above; CO (inert) is REMIT's reading of consume-once (a stray second resume accepted with no "
                  "effect conforms), CO the lab's (it must be refused).")
