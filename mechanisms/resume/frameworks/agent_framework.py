@@ -20,6 +20,7 @@ documented workflow API (``agent_framework``: ``Executor``, ``@handler``,
   names), with the request id its pending request carries (the newest
   pending one of the run when the checkpoint has none, as a caller holding it
   would send); ``recover`` = ``workflow.run(checkpoint_id=newest)``;
+  ``replay`` = ``workflow.run(checkpoint_id=past)`` on the same run;
   ``fork`` = the checkpoint saved into a new run's folder (nothing runs).
 
 Named points: ``before_node``/``after_effect`` (``run_node``),
@@ -166,6 +167,14 @@ class AgentFrameworkAdapter(Adapter):
             return head
         workflow, _ = self._workflow(run_id)
         self.loop.run_until_complete(workflow.run(checkpoint_id=cps[-1].checkpoint_id))
+        return self._answer(run_id)
+
+    def replay(self, run_id: str, checkpoint_id: str) -> dict:
+        """The framework's own re-run from a past checkpoint of the run: ``workflow.run(checkpoint_id=...)``."""
+        if not any(c.checkpoint_id == checkpoint_id for c in self._cps(run_id)):
+            return self.status(run_id, REFUSED, reason=f"no checkpoint {checkpoint_id!r} in run {run_id!r}")
+        workflow, _ = self._workflow(run_id)
+        self.loop.run_until_complete(workflow.run(checkpoint_id=checkpoint_id))
         return self._answer(run_id)
 
     def fork(self, run_id: str, checkpoint_id: str, new_run_id: str) -> dict:

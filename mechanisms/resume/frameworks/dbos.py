@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID
+from dbos import error as dbos_error
 
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED, PARKED_POINT,
                        REFUSED, Adapter)
@@ -178,11 +179,12 @@ class DBOSAdapter(Adapter):
         return self._answer(run_id)
 
     def resume(self, run_id: str, value: Any, checkpoint_id: str | None = None) -> dict:
-        if checkpoint_id is not None:
-            return self.status(run_id, REFUSED, reason="DBOS has no resume by checkpoint id (declared n/a)")
-        if not self._exists(run_id):
-            return self.status(run_id, REFUSED, reason=f"no workflow {run_id!r}")
-        self.client().send(run_id, value, TOPIC)
+        if checkpoint_id is not None:  # the cells that need it are n/a (pyproject); never a refusal DBOS did not make
+            raise RuntimeError("DBOS has no resume by checkpoint id (declared not applicable)")
+        try:
+            self.client().send(run_id, value, TOPIC)
+        except dbos_error.DBOSNonExistentWorkflowError as exc:  # DBOS's answer: no such workflow
+            return self.status(run_id, REFUSED, reason=str(exc).splitlines()[0])
         self.launch(run_id)
         self._wait(run_id, may_park=False)
         return self._answer(run_id)
