@@ -21,7 +21,7 @@ from faults.resume import concurrent_resume
 from runners.resume import common as rc
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.resume.cells import Recorder, setup_backend
-from runners.resume.procs import RacerPool, build
+from runners.resume.procs import build, racers
 from scenarios.resume.loader import by_kind
 from vocabulary import History
 from vocabulary.resume import CHECKPOINT, EFFECT, REFUSED, TRACE
@@ -48,7 +48,7 @@ def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_m
     rows: list[dict] = []
     try:
         setup_backend(runtime, backend, graph)
-        with RacerPool(k, runtime, backend, graph) as pool:
+        with racers(k, runtime, backend, graph) as pool:
             driver = build(runtime, backend, graph)
             try:
                 for rep in range(repetitions):

@@ -6,7 +6,10 @@ answers it at any release).  Rows: the runtimes declared by
 ``data/envs/*/pyproject.toml`` (or those named with ``--mechanisms``; any
 runtime of the family may be added, e.g. ``langgraph+guard``).  Cells per
 runtime: every fault-matrix cell (``scenarios/resume/cell_*.toml``, real
-SIGKILL, recovery in a new process) on SQLite, and the concurrency grid's
+SIGKILL, recovery in a new process) and the framework-only cells
+(``scenarios/resume/frameworks/``: parallel siblings, the framework's own
+replay fork, an undeclared key, a pydantic state's invalid value) on SQLite,
+and the concurrency grid's
 race cells (``scenarios/resume/concurrency.toml``, quick: its corner subset)
 on every backend the framework declares, k racers forked from the env's warm
 server.  Each env is built (or reused) in :meth:`check`, before any cell
@@ -70,7 +73,8 @@ class ResumeFrameworks(FaultCells):
         for rt in self.runtime_names(options):
             meta = about(rt)
             out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", c.name), ("backend", "sqlite"), ("k", 0),
-                                     ("jitter_ms", 0.0)), reps, seed) for c in rc.fault_cells(options)]
+                                     ("jitter_ms", 0.0)), reps, seed)
+                    for c in (*rc.fault_cells(options), *rc.framework_cells(options))]
             backends = [b for b in g.backends if rt in rc.runtimes(Options(mechanisms=(rt,)), b)
                         and (b != "postgres" or not rc.postgres_reachable())]
             out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", "concurrent_resume"), ("backend", b),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 #: data/envs/ of this checkout: one folder per framework release (pyproject.toml + uv.lock)
@@ -33,6 +34,7 @@ class Declared:
     options: dict = field(default_factory=dict)  # passed to the adapter as ``self.options``
 
 
+@cache
 def declared(root: Path = ENVS) -> dict[str, Declared]:
     """Every runtime declared by an environment folder, by name (aliases included)."""
     out: dict[str, Declared] = {}
