@@ -35,7 +35,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import TypeAdapter, ValidationError
 
-from mechanisms.langgraph_graphs import STATE_KINDS
+from mechanisms.resume.langgraph_graphs import STATE_KINDS
 from mechanisms.resume.langgraph_runtime import SQLITE_SYNCHRONOUS, LangGraphRuntime, _pointed
 from vocabulary.resume import PARKED, PARKED_POINT, REFUSED, Status
 
