@@ -12,18 +12,23 @@ baseline.  What DBOS does is left to DBOS, through its documented API:
 - the system database: SQLite ``<location>/<ns>dbos.sqlite`` or PostgreSQL
   schema ``<ns>`` (``dbos_system_schema``); notification polling every
   ``options.polling_ms`` (50 ms) instead of DBOS's default second;
-- every process is one DBOS executor whose ``executor_id`` is the run it
-  serves, so the documented start-up recovery (``DBOS.launch()`` recovers
-  the PENDING workflows of its executor) recovers exactly that run;
+- every process is one DBOS executor with an ``executor_id`` of its own
+  (``driftlab-<pid>``), as DBOS asks of concurrent processes;  a workflow
+  whose executor's process is gone is recovered with DBOS's own recovery of
+  a dead executor (``DBOS._recover_pending_workflows([executor])``, what its
+  Conductor or admin server calls): the workflow is re-enqueued, guarded on
+  the dead executor's id, and one live executor dequeues it.  A process is
+  dead when its pid is (one host): the lab's stand-in for Conductor's
+  heartbeats;
 - ``start`` = ``DBOS.start_workflow`` under ``SetWorkflowID(run)``, returning
   once the workflow waits in ``recv`` (its durable sleep is recorded and no
   message consumed) or ends; the process then ends, as a worker does;
 - ``resume`` = ``DBOSClient.send(run, value, topic)`` (the documented way
-  from another process), then ``DBOS.launch()`` in this process, whose
-  recovery runs the pending workflow; it returns when the workflow is no
-  longer PENDING (or the timeout).  A run that is not waiting is sent the
-  message all the same (DBOS accepts it): reported as what DBOS answers;
-- ``recover`` = ``DBOS.launch()`` in a new process; ``fork`` =
+  from another process), then this process launches DBOS, recovers the run
+  if its executor is dead, and returns when the workflow is no longer
+  PENDING (or the timeout).  A run that is not waiting is sent the message
+  all the same (DBOS accepts it): reported as what DBOS answers;
+- ``recover`` = the same recovery in a new process; ``fork`` =
   ``DBOS.fork_workflow(run, start_step)`` under ``SetWorkflowID(new_run)``
   (steps before ``start_step`` copied, the rest re-run), executed by this
   process's queue worker until it parks;
@@ -39,6 +44,7 @@ holding the value, is recorded; the next step has not started).
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -82,6 +88,20 @@ def graph_workflow(initial: dict) -> dict:
     return state
 
 
+def _alive(executor: str) -> bool:
+    """Whether the process of executor ``driftlab-<pid>`` (this host) still runs."""
+    pid = executor.rpartition("-")[2]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _sqlalchemy_url(dsn: str) -> str:
     """A libpq keyword DSN (``host=... dbname=...``) or URL as the URL DBOS takes."""
     if "://" in dsn:
@@ -118,15 +138,20 @@ class DBOSAdapter(Adapter):
             config["dbos_system_schema"] = self.schema
         return config
 
-    def launch(self, executor: str) -> None:
-        """This process becomes DBOS executor ``executor`` (launch recovers that executor's PENDING workflows)."""
-        if self.executor == executor:
+    def launch(self) -> None:
+        """This process becomes a DBOS executor of its own (``driftlab-<pid>``)."""
+        if self.executor is None:
+            self.executor = f"driftlab-{os.getpid()}"
+            DBOS(config=self._config(self.executor))
+            DBOS.launch()
+
+    def recover_dead(self, run_id: str) -> None:
+        """If the run is PENDING on an executor whose process is gone, DBOS's recovery of that executor."""
+        st = self._status(run_id)
+        if st is None or st.status != "PENDING" or st.executor_id in (None, self.executor):
             return
-        if self.executor is not None:
-            DBOS.destroy(destroy_registry=False)
-        DBOS(config=self._config(executor))
-        DBOS.launch()
-        self.executor = executor
+        if not _alive(st.executor_id):
+            DBOS._recover_pending_workflows([st.executor_id])
 
     def client(self) -> DBOSClient:
         if self._client is None:
@@ -135,7 +160,7 @@ class DBOSAdapter(Adapter):
         return self._client
 
     def setup(self) -> None:
-        self.launch("driftlab-setup")  # creates and migrates the system database
+        self.launch()  # creates and migrates the system database
 
     # ------------------------------------------------------------------ reading the system database
     def _status(self, run_id: str):
@@ -172,7 +197,7 @@ class DBOSAdapter(Adapter):
         return head
 
     def start(self, run_id: str, input: str) -> dict:
-        self.launch(run_id)
+        self.launch()
         with SetWorkflowID(run_id):
             DBOS.start_workflow(graph_workflow, self.graph.initial_state(input))
         self._wait(run_id, may_park=True)
@@ -185,12 +210,14 @@ class DBOSAdapter(Adapter):
             self.client().send(run_id, value, TOPIC)
         except dbos_error.DBOSNonExistentWorkflowError as exc:  # DBOS's answer: no such workflow
             return self.status(run_id, REFUSED, reason=str(exc).splitlines()[0])
-        self.launch(run_id)
+        self.launch()
+        self.recover_dead(run_id)
         self._wait(run_id, may_park=False)
         return self._answer(run_id)
 
     def recover(self, run_id: str) -> dict:
-        self.launch(run_id)
+        self.launch()
+        self.recover_dead(run_id)
         self._wait(run_id, may_park=True)
         return self._answer(run_id)
 
@@ -200,18 +227,11 @@ class DBOSAdapter(Adapter):
             return self.status(new_run_id, REFUSED, reason=f"no checkpoint {checkpoint_id!r} in run {run_id!r}")
         if self._exists(new_run_id):
             return self.status(new_run_id, REFUSED, reason=f"workflow {new_run_id!r} exists")
-        self.launch(new_run_id)
+        self.launch()
         with SetWorkflowID(new_run_id):
             DBOS.fork_workflow(run_id, int(fid) + 1)  # the steps up to the checkpoint copied, the rest re-run
         self._wait(new_run_id, may_park=True)
         return self._answer(new_run_id)
-
-    def stray_resume(self, run_id: str) -> dict:
-        """``DBOS.resume_workflow(run)``: DBOS's own resume of a workflow (a stray one when the run has ended)."""
-        self.launch(run_id)
-        DBOS.resume_workflow(run_id)
-        self._wait(run_id, may_park=True)
-        return self._answer(run_id)
 
     # ------------------------------------------------------------------ reading
     def _node_outputs(self, run_id: str) -> list[dict]:
