@@ -141,9 +141,18 @@ def ensure(name: str, root: Path = ENVS) -> Env:
     return _BUILT[name]
 
 
-def used() -> list[dict]:
-    """Provenance of every env this process built or reused (for provenance.json)."""
-    return [e.provenance() for e in _BUILT.values()]
+def built(root: Path = ENVS) -> dict[str, dict]:
+    """Provenance of every declared env already built from its current lock (provenance.json), building none."""
+    out = {}
+    for name in sorted({d.env for d in declared(root).values()}):
+        try:
+            lock_hash = hashlib.sha256((root / name / "uv.lock").read_bytes()).hexdigest()[:12]
+            raw = json.loads((cache_root() / f"{name}-{lock_hash}" / MARK).read_text())
+        except (OSError, ValueError):
+            continue
+        out[name] = {"lock_sha256_12": lock_hash, "path": str(cache_root() / f"{name}-{lock_hash}"),
+                     "installed": raw["installed"], "build_seconds": round(raw["build_s"], 2)}
+    return out
 
 
 # ------------------------------------------------------------------------------------------- the env's server
