@@ -74,6 +74,8 @@ def not_applicable(runtime: str, cell, graph) -> str:
             return declared[call]
         if call in ("replay", "update") and not (hasattr(cls, "declared") or callable(getattr(cls, call, None))):
             return f"{runtime} has no {call} operation"
+    if "resume_by_id" in declared and any(s.call == "resume" and s.at for s in cell.steps):
+        return declared["resume_by_id"]  # a resume addressed to a checkpoint id the framework has no form of
     for hint in graph.hints:
         if hint in declared:
             return declared[hint]
