@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import sys
 import tempfile
 import time
@@ -150,11 +151,8 @@ def drop_orphan_schemas() -> list[str]:
 
 def discard(backend: Backend) -> None:
     drop_backend(backend)
-    if backend.kind == "sqlite":
-        try:
-            Path(backend.location).rmdir()
-        except OSError:
-            pass
+    if backend.kind == "sqlite":  # the cell's own folder: a framework's files go with it (and its servers stop)
+        shutil.rmtree(backend.location, ignore_errors=True)
 
 
 def run_fault_cell(experiment: str, runtime: str, cell_name: str, repetitions: int, seed: int, options: Options,

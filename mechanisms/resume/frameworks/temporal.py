@@ -12,9 +12,9 @@ arXiv 2608.03836).  What Temporal does is left to Temporal:
   ``temporal server start-dev --headless --db-filename <location>/<ns>temporal.db``
   (the command ``WorkflowEnvironment.start_local`` runs), started by
   ``setup()`` as a process of its own, so it outlives every worker the cells
-  SIGKILL; it stops by itself when the cell's folder is removed (a shell
-  watchdog) or after two hours.  SQLite only: the dev server's persistence is
-  its SQLite file;
+  SIGKILL; a shell watchdog stops it when the cell's folder is removed or no
+  call has come for five minutes (each call touches a lease file).  SQLite
+  only: the dev server's persistence is its SQLite file;
 - every call's process is a worker (``max_cached_workflows=0``: no sticky
   queue, so a killed worker's workflow task goes to the next worker at once)
   on the task queue ``<ns>``, activities with a 2 s start-to-close timeout
@@ -88,7 +88,7 @@ if not any(isinstance(f, _PackageFinder) for f in sys.meta_path):
 # bytecode); computed once in the env's warm server, memoized, inherited by every forked call
 load_default_build_id()
 
-SERVER_LIFETIME_S = 2 * 3600
+SERVER_IDLE_S = 300  # the server stops this long after the last call of its cell (or when the cell's folder goes)
 WAIT_S = 30
 _ADAPTER: "TemporalAdapter | None" = None
 
@@ -123,6 +123,10 @@ class TemporalAdapter(Adapter):
         self.tq = f"{self.ns}-tq"
         self.loop = asyncio.new_event_loop()
         self._client: Client | None = None
+        try:  # every call renews the server's lease (setup's watchdog stops an idle server)
+            self.info.with_suffix(".lease").touch(exist_ok=True)
+        except OSError:
+            pass
 
     # ------------------------------------------------------------------ the server
     def setup(self) -> None:
@@ -131,10 +135,13 @@ class TemporalAdapter(Adapter):
         port = _free_port()
         binary = Path(sys.executable).parent / "temporal"
         db = self.folder / f"{self.ns}temporal.db"
+        lease = self.info.with_suffix(".lease")
+        lease.touch()
         watch = (f'"{binary}" server start-dev --headless --db-filename "{db}" --ip 127.0.0.1 --port {port} '
-                 f'--log-level error >/dev/null 2>&1 & p=$!; end=$(( $(date +%s) + {SERVER_LIFETIME_S} )); '
-                 f'while [ -d "{self.folder}" ] && kill -0 $p 2>/dev/null && [ $(date +%s) -lt $end ]; do sleep 0.5; '
-                 f'done; kill $p 2>/dev/null')
+                 f'--log-level error >/dev/null 2>&1 & p=$!; '
+                 f'while [ -d "{self.folder}" ] && kill -0 $p 2>/dev/null && '
+                 f'[ $(( $(date +%s) - $(stat -c %Y "{lease}" 2>/dev/null || echo 0) )) -lt {SERVER_IDLE_S} ]; '
+                 f'do sleep 0.5; done; kill $p 2>/dev/null')
         subprocess.Popen(["sh", "-c", watch], start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         address, deadline = f"127.0.0.1:{port}", time.monotonic() + WAIT_S
