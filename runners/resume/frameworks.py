@@ -12,7 +12,8 @@ replay fork, an undeclared key, a pydantic state's invalid value) on SQLite,
 and the concurrency grid's
 race cells (``scenarios/resume/concurrency.toml``, quick: its corner subset)
 on every backend the framework declares, k racers forked from the env's warm
-server.  Each env is built (or reused) in :meth:`check`, before any cell
+server.  The quick profile runs a slice (:data:`QUICK_CELLS`, k = 2 and 4
+without jitter) that still judges every property.  Each env is built (or reused) in :meth:`check`, before any cell
 runs: an env that cannot be built stops the run with one line, exit 2, and
 the cells of earlier experiments stay in the run folder.
 """
@@ -25,6 +26,13 @@ from runners.resume.concurrency import grid, race_cell
 from runners.resume.faults import FaultCells
 
 REPETITIONS = {"quick": 1, "paper": 2}
+#: the quick profile's slice (CI): cells that between them judge every property (crashes before, inside and after
+#: the gated node for PC/EO, second resumes for CO, forks for FD, invalid state for CV, two recoveries for RD), the
+#: framework-only cells, and k = 2, 4 racers without jitter; the paper profile runs every cell and the whole grid
+QUICK_CELLS = ("baseline", "crash_start_after_effect_prepare", "crash_resume_after_effect_act",
+               "crash_resume_during_checkpoint_write_act", "second_resume_head", "second_resume_by_id", "fork_twice",
+               "invalid_state", "recover_twice")
+QUICK_RACES = ((2, 4), (0.0,))
 
 
 def framework_rows(options: Options) -> list[str]:
@@ -68,13 +76,14 @@ class ResumeFrameworks(FaultCells):
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         reps = self.repetitions(profile, options)
         g = grid(options)
-        ks, jitters = g.grid(profile)
+        ks, jitters = g.grid(profile) if profile != "quick" else QUICK_RACES
+        lab = [c for c in rc.fault_cells(options) if profile != "quick" or c.name in QUICK_CELLS]
         out = []
         for rt in self.runtime_names(options):
             meta = about(rt)
             out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", c.name), ("backend", "sqlite"), ("k", 0),
                                      ("jitter_ms", 0.0)), reps, seed)
-                    for c in (*rc.fault_cells(options), *rc.framework_cells(options))]
+                    for c in (*lab, *rc.framework_cells(options))]
             backends = [b for b in g.backends if rt in rc.runtimes(Options(mechanisms=(rt,)), b)
                         and (b != "postgres" or not rc.postgres_reachable())]
             out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", "concurrent_resume"), ("backend", b),
