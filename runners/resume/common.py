@@ -70,6 +70,9 @@ def not_applicable(runtime: str, cell, graph) -> str:
     for point in dict.fromkeys([cell.crash_point, *(s.crash for s in cell.steps if s.crash)]):
         if not supports(runtime, point):
             return declared.get(point) or f"{runtime} cannot stop at {point}"
+    for s in cell.steps:  # a point reachable at some nodes only: "<point>@<node>" (e.g. no checkpoint after a node)
+        if s.crash and f"{s.crash}@{s.node}" in declared:
+            return declared[f"{s.crash}@{s.node}"]
     for call in dict.fromkeys(s.call for s in cell.steps):
         if call in declared:
             return declared[call]
