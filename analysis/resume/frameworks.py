@@ -125,7 +125,7 @@ def changes(records: pd.DataFrame, old: str, new: str) -> list[str]:
 def langgraph_notes(tab: pd.DataFrame, records: pd.DataFrame) -> list[str]:
     """The paper's 1.2.9 findings on 1.2.9 itself and on every other LangGraph release row; what changed since."""
     ref = reference("langgraph")
-    rows = tab[tab["framework"] == "langgraph"]
+    rows = tab[(tab["framework"] == "langgraph") & (tab["release"] != "installed")]  # env rows, not the lab's own
     if rows.empty or not ref:
         return []
     out = []
@@ -173,7 +173,7 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         if r.race_cells:
             rows_.append(row(f"{r.runtime}: concurrency saturation, mean over {r.race_cells} race cells "
                              f"(effects fired / k)", r.saturation_mean, None))
-        pub = published(r.framework, r.variant)
+        pub = published(r.framework, r.variant) if r.release != "installed" else []
         releases = sorted({p["release"] for p in pub})
         for p in pub:
             paper[(r.runtime, p["property"])] = p["verdict"]
@@ -188,7 +188,7 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
                if cells[(r.runtime, prop)] == VIOLATES]
         if bad:
             prop, cell, wit = bad[0]
-            text += f". First violation: {prop} in {cell}: {wit}"
+            text += f". First violation: {prop} in {cell}: {wit.rstrip('.')}"
         na = na_reasons(records, r.runtime)
         if na:
             text += f". n/a: {'; '.join(na[:6])}"

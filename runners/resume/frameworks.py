@@ -45,8 +45,8 @@ def framework_rows(options: Options) -> list[str]:
 
 def about(runtime: str) -> tuple[tuple[str, str], ...]:
     d = declared().get(runtime)
-    if d is None:  # a lab runtime added with --mechanisms
-        return (("framework", runtime.split("+")[0].split("[")[0]), ("release", "installed"), ("variant", ""))
+    if d is None:  # a lab runtime added with --mechanisms: a row of its own, never set beside an artifact's finding
+        return (("framework", runtime), ("release", "installed"), ("variant", ""))
     return (("framework", d.framework), ("release", d.release), ("variant", d.variant))
 
 
