@@ -182,3 +182,33 @@ def test_remit_gate_serves_one_of_two_racers():
 
     r = race_cell("resume_concurrency", "langgraph+remit", "sqlite", 2, 0.0, 1, 7, Options()).records
     assert r["effects_fired"] == [1] and r["served"] == [1] and r["refused"] == [1]
+
+
+def test_co_read_two_ways_never_forgives_a_refired_effect():
+    """REMIT's reading of CO forgives only an inert stray resume; the lab's CO keeps its refusal clause (planted bugs:
+    an inert reading that also forgives a stray resume re-firing the gated effect, or a lab CO that lost the
+    clause 'a second resume must be refused')."""
+    from runners.experiment import Options
+    from runners.resume import common as rc
+
+    inert, _ = rc.run_fault_cell("resume_faults", "naive", "second_resume_head", 1, 7, Options(), "sqlite")
+    refired, _ = rc.run_fault_cell("resume_faults", "sequencer+double_consume", "second_resume_head", 1, 7, Options(),
+                                   "sqlite")
+    co = lambda r: dict(zip(r["property"], r["verdict"]))["CO"]  # noqa: E731
+    assert co(inert) == "invalid" and set(inert["co_inert"]) == {"valid"}
+    assert co(refired) == "invalid" and set(refired["co_inert"]) == {"invalid"}
+
+
+@pytest.mark.parametrize("cell,reason", [("replay_past_checkpoint", "naive has no replay operation"),
+                                         ("update_undeclared_key", "naive has no update operation"),
+                                         ("parallel_sibling_done", "graph hint 'parallel' not expressed")])
+def test_framework_only_cells_are_na_with_a_reason_for_the_lab_runtimes(cell, reason):
+    """A cell a runtime cannot express is n/a with a one-line reason, never dropped and never run half-way
+    (planted bug: the lab's naive runtime running the parallel graph in order and scoring it, or a replay step
+    silently skipped so the cell looks conforming)."""
+    from runners.experiment import Options
+    from runners.resume import common as rc
+
+    records, _ = rc.run_fault_cell("resume_frameworks", "naive", cell, 1, 7, Options(), "sqlite")
+    assert set(records["verdict"]) == {"not applicable"} and len(records["verdict"]) == 7
+    assert all(reason in w for w in records["witness"])
