@@ -15,7 +15,8 @@ arXiv 2608.03836).  What Temporal does is left to Temporal:
   SIGKILL; a shell watchdog stops it when the cell's folder is removed or no
   call has come for five minutes (each call touches a lease file).  SQLite
   only: the dev server's persistence is its SQLite file;
-- every call's process is a worker (``max_cached_workflows=0``: no sticky
+- every call's process is a worker (one activity at a time;
+  ``max_cached_workflows=0``: no sticky
   queue, so a killed worker's workflow task goes to the next worker at once)
   on the task queue ``<ns>``, activities with a 2 s start-to-close timeout
   (a SIGKILLed activity is retried by the server after it);
@@ -95,11 +96,17 @@ _ADAPTER: "TemporalAdapter | None" = None
 
 @activity.defn(name=tw.NODE_ACTIVITY)
 def node_activity(args: dict) -> dict:
+    """One node, in whichever worker Temporal gives it to.  From the interrupt on, its ledger rows carry the label
+    of the resume whose decision the workflow kept (``args["op"]``); before it, this process's call's label."""
     rt, run_id, step = _ADAPTER, activity.info().workflow_id, int(args["step"])
-    if step > 0 and rt.graph.nodes[step - 1]["interrupt"]:
-        rt.point(AFTER_RESUME_CONSUMED, run_id, step - 1)
-    new = rt.run_node(run_id, step, args["state"], resume=args.get("resume"))
-    rt.point(AFTER_NODE_BEFORE_CHECKPOINT, run_id, step)
+    own, rt.hooks.op = rt.hooks.op, args.get("op") or rt.hooks.op
+    try:
+        if step > 0 and rt.graph.nodes[step - 1]["interrupt"]:
+            rt.point(AFTER_RESUME_CONSUMED, run_id, step - 1)
+        new = rt.run_node(run_id, step, args["state"], resume=args.get("resume"))
+        rt.point(AFTER_NODE_BEFORE_CHECKPOINT, run_id, step)
+    finally:
+        rt.hooks.op = own
     return new
 
 
@@ -166,7 +173,7 @@ class TemporalAdapter(Adapter):
 
     def _worker(self) -> Worker:
         return Worker(self.client(), task_queue=self.tq, workflows=[tw.GraphWorkflow], activities=[node_activity],
-                      activity_executor=ThreadPoolExecutor(4), max_cached_workflows=0)
+                      activity_executor=ThreadPoolExecutor(1), max_cached_workflows=0)
 
     # ------------------------------------------------------------------ reading the history
     async def _history(self, run_id: str) -> list:
@@ -237,7 +244,8 @@ class TemporalAdapter(Adapter):
         return self._with_worker(run_id, None, may_park=False)
 
     async def _signal(self, run_id: str, value: Any) -> None:
-        await self.client().get_workflow_handle(run_id).signal(tw.GraphWorkflow.decide, value)
+        await self.client().get_workflow_handle(run_id).signal(tw.GraphWorkflow.decide,
+                                                                {"value": value, "op": self.hooks.op})
 
     def recover(self, run_id: str) -> dict:
         if self._sync(self._describe(run_id)) is None:
@@ -260,7 +268,7 @@ class TemporalAdapter(Adapter):
             step = values.get("steps") if isinstance(values.get("steps"), int) else len(out) + 1
             nxt = self.graph.names[step] if step < len(self.graph.names) else None
             cid = f"{run_id}:{e.event_id}"
-            out.append(self.checkpoint(cid, run_id, step, nxt, values, parent, e.event_time.ToSeconds(),
+            out.append(self.checkpoint(cid, run_id, step, nxt, values, parent, e.event_time.ToMicroseconds() / 1e6,
                                        nxt == self.graph.names[self.graph.interrupt_step]))
             parent = cid
         return out

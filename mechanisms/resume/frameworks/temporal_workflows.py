@@ -7,9 +7,12 @@ and crash points live in activities, never in workflow code.
 
 ``GraphWorkflow.run(args)``: for each node in order, the activity with the
 node's index and the state; at the interrupt node, first wait for the
-decision (``workflow.wait_condition``), delivered by the signal ``decide``:
+decision (``workflow.wait_condition``), delivered by the signal ``decide``
+(``{"value", "op"}``: the value and the label of the resume that sent it):
 the first decision is kept, later ones are recorded by Temporal and ignored
-here.  Returns the final state.
+here.  The nodes from the interrupt on carry the kept decision's label, so the
+effects of a decision are stamped with the resume that made it, whichever
+worker runs them.  Returns the final state.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ NODE_ACTIVITY = "driftlab-node"
 class GraphWorkflow:
     def __init__(self) -> None:
         self.decision: Any = None
+        self.decision_op = ""
         self.decided = False
 
     @workflow.run
@@ -38,11 +42,12 @@ class GraphWorkflow:
             if node.get("interrupt"):
                 await workflow.wait_condition(lambda: self.decided)
                 resume = self.decision
-            state = await workflow.execute_activity(NODE_ACTIVITY, {"step": step, "state": state, "resume": resume},
+            state = await workflow.execute_activity(NODE_ACTIVITY, {"step": step, "state": state, "resume": resume,
+                                                                    "op": self.decision_op},
                                                     start_to_close_timeout=timeout, retry_policy=retry)
         return state
 
     @workflow.signal
-    def decide(self, value: Any) -> None:
+    def decide(self, decision: dict) -> None:
         if not self.decided:
-            self.decision, self.decided = value, True
+            self.decision, self.decision_op, self.decided = decision["value"], decision.get("op", ""), True
