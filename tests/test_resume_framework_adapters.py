@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-RUNTIMES = ("dbos@3.4", "llamaindex[boundary]@2.26", "llamaindex[wait_for_event]@2.26", "agent-framework@1.23",
+RUNTIMES = ("dbos@3.4", "llamaindex[step-boundary]@2.26", "llamaindex[wait-for-event]@2.26", "agent-framework@1.23",
             "temporal@1.35")
 #: frameworks whose server hands one workflow execution to one worker (DBOS's queue handoff, Temporal's matching)
 ONE_EXECUTOR = ("dbos@3.4", "temporal@1.35")

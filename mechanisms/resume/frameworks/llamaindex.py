@@ -4,11 +4,11 @@ Serves issue 14 (every framework under the harness of "Resume Means Resume",
 arXiv 2608.03836); the paper's artifact profiled ``llama-index-workflows``
 2.22.2 and found the two forms to behave differently, so each is a row:
 
-- ``llamaindex[boundary]`` (``options.variant = "boundary"``): the human
+- ``llamaindex[step-boundary]`` (``options.variant = "step-boundary"``): the human
   decision sits at a step boundary.  The step of ``prepare`` returns an
   ``InputRequiredEvent``; the step of the interrupt node takes the
   ``HumanResponseEvent``; ``act`` and ``notify`` follow, one step per node.
-- ``llamaindex[wait_for_event]`` (``options.variant = "wait_for_event"``): one
+- ``llamaindex[wait-for-event]`` (``options.variant = "wait-for-event"``): one
   step runs ``prepare``, then waits inside itself with
   ``ctx.wait_for_event(HumanResponseEvent, waiter_event=InputRequiredEvent(...))``
   (the documented example's form), then runs the interrupt node with the
@@ -131,7 +131,7 @@ class WaitForEventWorkflow(_Tail):
         return NodeDone(step=i, state=_node(i, state, response.response))
 
 
-VARIANTS = {"boundary": BoundaryWorkflow, "wait_for_event": WaitForEventWorkflow}
+VARIANTS = {"step-boundary": BoundaryWorkflow, "wait-for-event": WaitForEventWorkflow}
 
 _DDL = """CREATE TABLE IF NOT EXISTS llama_snapshots (
     seq {serial}, run_id TEXT NOT NULL, label TEXT NOT NULL, step INTEGER NOT NULL, values_json TEXT NOT NULL,
@@ -147,7 +147,7 @@ class LlamaIndexAdapter(Adapter):
         super().__init__(backend, graph, hooks, options)
         global _ADAPTER
         _ADAPTER = self
-        self.workflow_cls = VARIANTS[self.options.get("variant", "boundary")]
+        self.workflow_cls = VARIANTS[self.options.get("variant", "step-boundary")]
         self.run_id = ""
         if backend["kind"] == "sqlite":
             path = Path(backend["location"]) / f"{self.ns}llama.sqlite"
