@@ -110,8 +110,9 @@ def cell_outcome(records: pd.DataFrame, runtime: str, cell: str) -> str:
     fired, expected = t["effects_fired"].mean(), int(t["effects_expected"].iloc[0])
     if bad.empty:
         return f"every property holds ({fired:g} effects fired, {expected} expected)"
+    shown = bad[bad["property"] == "CO"] if (bad["property"] == "CO").any() else bad  # CO's names the values consumed
     return (f"{', '.join(dict.fromkeys(bad['property']))} violated ({fired:g} effects fired, {expected} expected); "
-            f"e.g. {bad['witness'].iloc[0]}")
+            f"e.g. {shown['witness'].iloc[0].rstrip('.')}")
 
 
 def changes(records: pd.DataFrame, old: str, new: str) -> list[str]:
@@ -199,6 +200,12 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         notes.append("Published in the artifact, with no row in this run: " + "; ".join(
             f"{v['framework']} {v['release']} {v['property']} {v['verdict']} ({v['finding']})" for v in absent) + ".")
     notes += langgraph_notes(tab, records)
+    notes.append("A resume addressed to the parked checkpoint's id after the run went on (second_resume_by_id) is "
+                 "read two ways: REMIT reads an explicit checkpoint id as fork intent and serves it its own value on a "
+                 "fresh branch of the same thread; the lab reads it as a second resume of a consumed interrupt (CO, "
+                 "and EO/PC when the gated node runs again).  The values in the CO witness say which a row does: "
+                 "('yes', 'yes') = the first value served again (LangGraph #6663, the paper's fork finding), "
+                 "('yes', 'again') = the new value served.")
     notes.append("'paper' in the grid is the artifact's published finding for the same framework at the older release "
                  "named above; CO (inert) is REMIT's reading of consume-once (a stray second resume accepted with no "
                  "effect conforms), CO the lab's (it must be refused).")

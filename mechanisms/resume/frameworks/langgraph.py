@@ -27,6 +27,11 @@ Named points: ``before_node``/``after_effect`` (``run_node``),
 (inside the saver's ``put``, once the node's writes are stored), ``parked``
 (the invoke that parked returned) and ``after_resume_consumed`` (the node after
 the interrupt is about to start).
+
+``options.remit = true`` (row ``langgraph+remit@1.2.9``): the saver is
+``remit.wrap``-ped as REMIT's README configures it for concurrent resumers
+(``cross_process_gate=True``, a strict schema validator), on the release
+REMIT was tested with; the adapter's own reads pass ``remit_inspect``.
 """
 from __future__ import annotations
 
@@ -109,14 +114,30 @@ class LangGraphAdapter(Adapter):
             path = str(Path(self.backend["location"]) / f"{self.ns}lg.sqlite")
             self._conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
             self._conn.execute("PRAGMA synchronous = NORMAL")
-            return _pointed(SqliteSaver)(self._conn)
+            return self._wrap(_pointed(SqliteSaver))
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
         from psycopg.rows import dict_row
 
         self._conn = psycopg.connect(self.backend["location"], autocommit=True, prepare_threshold=0,
                                      row_factory=dict_row, options=f"-c search_path={self.ns}")
-        return _pointed(PostgresSaver)(self._conn)
+        return self._wrap(_pointed(PostgresSaver))
+
+    def _wrap(self, cls):
+        """The stock saver, or (``options.remit``) REMIT's wrap of it, gate on and a strict schema validator."""
+        if not self.options.get("remit"):
+            return cls(self._conn)
+        import remit
+        from pydantic import TypeAdapter
+
+        adapters = {k: TypeAdapter(t) for k, t in LabState.__annotations__.items()}
+
+        def validate(checkpoint: dict) -> None:
+            for channel, value in (checkpoint.get("channel_values") or {}).items():
+                if channel in adapters:
+                    adapters[channel].validate_python(value, strict=True)
+
+        return remit.saver_class(cls)(self._conn, remit_validator=validate, remit_cross_process_gate=True)
 
     def _graph(self) -> StateGraph:
         """One node per graph node, edges in order; the graph's ``parallel`` siblings fan out and in."""
@@ -195,17 +216,20 @@ class LangGraphAdapter(Adapter):
             time.sleep(0.001)
 
     # ---- calls
-    @staticmethod
-    def _config(run_id: str, checkpoint_id: str | None = None) -> dict:
+    def _config(self, run_id: str, checkpoint_id: str | None = None, read: bool = False) -> dict:
         conf = {"thread_id": run_id}
         if checkpoint_id:
             conf["checkpoint_id"] = checkpoint_id
+        if read and self.options.get("remit"):
+            conf["remit_inspect"] = True  # REMIT: an inspection read takes no consumption claim
         return {"configurable": conf}
 
     def _invoke(self, run_id: str, value: Any, checkpoint_id: str | None = None) -> dict:
         try:
             self.app.invoke(value, self._config(run_id, checkpoint_id), durability=self.durability)
         except Exception as exc:  # noqa: BLE001 - a node or LangGraph raised: the call's outcome is "failed"
+            if type(exc).__name__ == "RemitConsumeConflict":  # REMIT's gate refused before any node ran
+                return self.status(run_id, REFUSED, reason=f"RemitConsumeConflict: {str(exc).splitlines()[0]}")
             text = str(exc).splitlines()[0] if str(exc) else ""
             return self._failed(run_id, f"{type(exc).__name__}: {text}")
         status = self.state(run_id)
@@ -221,7 +245,7 @@ class LangGraphAdapter(Adapter):
             return self.status(run_id, FAILED, reason=reason)
 
     def start(self, run_id: str, input: str) -> dict:
-        if self.app.get_state(self._config(run_id)).values:
+        if self.app.get_state(self._config(run_id, read=True)).values:
             return self.status(run_id, REFUSED, reason=f"run {run_id!r} exists")
         return self._invoke(run_id, self.graph.initial_state(input))
 
@@ -250,10 +274,10 @@ class LangGraphAdapter(Adapter):
         return self.state(run_id)
 
     def fork(self, run_id: str, checkpoint_id: str, new_run_id: str) -> dict:
-        src = self.app.get_state(self._config(run_id, checkpoint_id))
+        src = self.app.get_state(self._config(run_id, checkpoint_id, read=True))
         if not src.values or src.config["configurable"]["thread_id"] != run_id:
             return self.status(new_run_id, REFUSED, reason=f"no checkpoint {checkpoint_id!r} in run {run_id!r}")
-        if self.app.get_state(self._config(new_run_id)).values:
+        if self.app.get_state(self._config(new_run_id, read=True)).values:
             return self.status(new_run_id, REFUSED, reason=f"run {new_run_id!r} exists")
         step = self._step(src)
         as_node = self.graph.names[step - 1] if step > 0 else START
@@ -302,7 +326,7 @@ class LangGraphAdapter(Adapter):
         return out
 
     def state(self, run_id: str) -> dict:
-        snap = self.app.get_state(self._config(run_id))
+        snap = self.app.get_state(self._config(run_id, read=True))
         if not snap.values:
             return self.status(run_id, REFUSED, reason=f"no run {run_id!r}")
         cp = self._checkpoint(snap, run_id)
