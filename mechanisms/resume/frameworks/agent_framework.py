@@ -194,7 +194,9 @@ class AgentFrameworkAdapter(Adapter):
         if cp.pending_request_info_events:
             req = next(iter(cp.pending_request_info_events.values()))
             return self.graph.interrupt_step, dict(getattr(req, "data", {}).get("state", values))
-        steps = values.get("steps") if isinstance(values.get("steps"), int) else 0
+        steps = values.get("steps")
+        if not isinstance(steps, int):  # a schema-invalid state: count the nodes its log records
+            steps = len(values.get("log") or ())
         return steps, values
 
     def checkpoints(self, run_id: str) -> list[dict]:
