@@ -44,9 +44,11 @@ How to write an adapter (the contract)
        during_checkpoint_write = "DBOS writes a step's output in one INSERT: no point inside it"
        fork = "..."                          # a call the framework has no form of
 
-   Every key of ``not_applicable`` is a named point (``POINTS``) or a call
-   (``start``, ``resume``, ``fork``, ``recover``, ``replay``, ``update``) or a
-   graph hint (``parallel``, ``state``); the
+   Every key of ``not_applicable`` is a named point (``POINTS``), a point
+   reachable at some nodes only (``"<point>@<node>"``, e.g. no checkpoint is
+   written after that node), a call (``start``, ``resume``, ``fork``,
+   ``recover``, ``replay``, ``update``, ``resume_by_id``: a resume addressed
+   to a checkpoint id) or a graph hint (``parallel``, ``state``); the
    cells that need it are reported ``n/a`` with that reason, never dropped.
    Nothing else is needed: the name becomes a runtime (``--mechanisms``,
    ``resume_faults``, ``resume_concurrency``, ``resume_profile``,
