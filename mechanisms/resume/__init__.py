@@ -48,5 +48,5 @@ DEFAULT_RUNTIMES = (*DEFAULT_RUNTIMES, "langgraph+remit")
 from mechanisms.resume.frameworks import declared as _declared  # noqa: E402
 
 for _name, _decl in _declared().items():
-    REGISTRY[_name] = "mechanisms.resume.framework:Framework_" + "".join(c if c.isalnum() else "_" for c in _decl.name)
+    REGISTRY[_name] = "mechanisms.resume.framework:Framework_" + "".join(c if c.isalnum() else "_" for c in _name)
 FRAMEWORK_RUNTIMES: tuple[str, ...] = tuple(dict.fromkeys(d.name for d in _declared().values()))

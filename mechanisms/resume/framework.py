@@ -88,10 +88,9 @@ def class_name(name: str) -> str:
 
 #: runtime name (aliases too) -> its class
 CLASSES: dict[str, type] = {}
-for _name, _d in declared().items():
-    _cls_name = class_name(_d.name)
-    if _cls_name not in globals():
-        globals()[_cls_name] = type(_cls_name, (FrameworkRuntime,), {
-            "name": _d.name, "declared": _d, "backends": _d.backends, "not_applicable": dict(_d.not_applicable),
-            "points": frozenset(p for p in POINTS if p not in _d.not_applicable), "__module__": __name__})
+for _name, _d in declared().items():  # an alias is a class of its own, named as the user named the row
+    _cls_name = class_name(_name)
+    globals()[_cls_name] = type(_cls_name, (FrameworkRuntime,), {
+        "name": _name, "declared": _d, "backends": _d.backends, "not_applicable": dict(_d.not_applicable),
+        "points": frozenset(p for p in POINTS if p not in _d.not_applicable), "__module__": __name__})
     CLASSES[_name] = globals()[_cls_name]
