@@ -31,7 +31,7 @@ def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
     ax.set_ylim(len(rows), 0)
     ax.set_xticks([j + 0.5 for j in range(len(COLUMNS))], COLUMNS, fontsize=8)
     ax.set_yticks([i + 0.5 for i in range(len(rows))], rows, fontsize=8)
-    ax.set_title("framework@release x property: violated (x), unknown (?), n/a; CO (inert) = REMIT's reading",
+    ax.set_title("framework@release x property: x violated, ? unknown",
                  fontsize=9)
     fig.tight_layout()
     return save(fig, out)
