@@ -140,10 +140,21 @@ def _verdicts(runtime: str, cell: str):
 def test_fault_cell_sigkill_reexecutes_the_gated_effect(runtime):
     """A SIGKILL after the gated effect, then a recovery in a new process: stock LangGraph fires it again, and the
     history says so with a real signal-9 kill (planted bug: a crash that is not a SIGKILL of the env's child, or a
-    recovery in the killed process, either of which hides the re-execution the paper reports for 1.2.9)."""
-    verdicts, records = _verdicts(runtime, "crash_resume_after_effect_act")
+    recovery in the killed process, either of which hides the re-execution the paper reports for 1.2.9); and
+    ``driftlab check`` on the stored history says the same (planted bug: a history missing the env's ledger)."""
+    from runners.cli import main
+    from runners.experiment import Options
+    from runners.resume import common as rc
+    from vocabulary import history_to_jsonl
+
+    records, history = rc.run_fault_cell("resume_frameworks", runtime, "crash_resume_after_effect_act", 1, 7,
+                                         Options(), "sqlite")
+    verdicts = dict(zip(records["property"], records["verdict"]))
     assert records["sigkills"][0] >= 1 and records["processes"][0] >= 3
     assert verdicts["EO"] == "invalid" and verdicts["liveness"] == "valid"
+    stored = Path(tempfile.mkdtemp()) / "history.jsonl"  # driftlab check re-judges the framework's stored history
+    stored.write_text(history_to_jsonl(history))
+    assert main(["check", str(stored)]) == 1
 
 
 @pytest.mark.parametrize("runtime", FRAMEWORKS)

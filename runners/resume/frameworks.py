@@ -33,6 +33,9 @@ QUICK_CELLS = ("baseline", "crash_start_after_effect_prepare", "crash_resume_aft
                "crash_resume_during_checkpoint_write_act", "second_resume_head", "second_resume_by_id", "fork_twice",
                "invalid_state", "recover_twice")
 QUICK_RACES = ((2, 4), (0.0,))
+#: races per cell of the concurrency grid: each framework race forks k children that build the adapter, so the
+#: paper profile keeps the whole grid (40 cells) with 3 races each instead of resume_concurrency's 20
+RACE_REPETITIONS = {"quick": 1, "paper": 3}
 
 
 def framework_rows(options: Options) -> list[str]:
@@ -87,7 +90,8 @@ class ResumeFrameworks(FaultCells):
             backends = [b for b in g.backends if rt in rc.runtimes(Options(mechanisms=(rt,)), b)
                         and (b != "postgres" or not rc.postgres_reachable())]
             out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", "concurrent_resume"), ("backend", b),
-                                     ("k", k), ("jitter_ms", float(j))), g.repetitions[profile], seed)
+                                     ("k", k), ("jitter_ms", float(j))),
+                         options.extra.get("repetitions") or RACE_REPETITIONS[profile], seed)
                     for b in backends for k in ks for j in jitters]
         return out
 
