@@ -26,6 +26,10 @@ AGENT = (REPO / "scenarios" / "agent" / "refund_agent.toml").read_text().replace
                                                                                   'name = "agent_bad"')
 
 
+RESUME_CELL = ('family = "resume"\nkind = "cell"\nname = "bad_cell"\noperation = "replay"\ncrash_point = "-"\n'
+               '[[steps]]\ncall = "start"\nrun = "a"\n')
+
+
 def snapshot(root: Path) -> dict[str, bytes | None]:
     return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
 
@@ -96,6 +100,10 @@ ROWS = [
                                                             'rule = "order.amount <= policy.currency"')), ["reproduce"], "amount"),
     ("no-family", lambda t: scenario(t, REFUND.replace('family = "revalidation"\n', "").replace('name = "refund"', 'name = "x"')),
      ["reproduce"], "family"),
+    ("resume-replay-not-addressed", lambda t: scenario(t, RESUME_CELL + '[[steps]]\ncall = "replay"\nrun = "a"\n'),
+     ["reproduce", "--only", "resume_faults"], "a replay needs at"),
+    ("resume-update-without-key", lambda t: scenario(t, RESUME_CELL + '[[steps]]\ncall = "update"\nrun = "a"\nvalue = "x"\n'),
+     ["reproduce", "--only", "resume_faults"], "an update needs a key"),
     # --- output folder
     ("agent-oracle-typed-in", lambda t: scenario(t, AGENT.replace('value = 50\nexpect = "BLOCK"', 'value = 50\nexpect = "KEEP"')),
      ["reproduce", "--only", "agent"], "changes.blocking.expect: declared KEEP but the declared premises give BLOCK"),
