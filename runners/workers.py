@@ -103,6 +103,8 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
     import multiprocess
     from multiprocess.connection import wait
 
+    if not tasks:
+        return
     ctx = multiprocess.get_context("fork")
     todo = list(range(len(tasks)))
     todo.reverse()
