@@ -91,13 +91,22 @@ def call_plugin(mechanism: str, method: str, fn: Callable[..., T], *args: Any,
     return value if returns is None else expect(mechanism, method, value, returns)
 
 
+def _store_fault(exc: Exception) -> bool:
+    return isinstance(exc, StoreFault) or is_store_fault(exc)
+
+
 def retry_on_store_fault(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args)``; after a :class:`StoreFault`, once more from scratch; a second one propagates."""
+    """``fn(*args)``; after a :class:`StoreFault` (or a lost connection raised as is), once more from
+    scratch; a second one is a :class:`StoreFault` saying so.  Anything else propagates unchanged."""
     try:
         return fn(*args, **kwargs)
-    except StoreFault:
-        pass
+    except Exception as exc:  # noqa: BLE001 - only store faults are retried
+        if not _store_fault(exc):
+            raise
     try:
         return fn(*args, **kwargs)
-    except StoreFault as exc:
-        raise StoreFault(f"{exc} (twice: the cell was retried once)") from None
+    except Exception as exc:  # noqa: BLE001
+        if not _store_fault(exc):
+            raise
+        text = str(exc) if isinstance(exc, StoreFault) else f"the lab's PostgreSQL connection dropped: {describe(exc)}"
+        raise StoreFault(f"{text} (twice: the cell was retried once)") from None

@@ -25,15 +25,15 @@ free worker".
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import time
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["WorkerDied", "TaskTimedOut", "die_with_parent", "keep_from_workers", "run_workers"]
+from runners.processes import die_with_parent
 
-PR_SET_PDEATHSIG = 1
+__all__ = ["WorkerDied", "TaskTimedOut", "keep_from_workers", "run_workers"]
+
 _PRIVATE_FDS: set[int] = set()
 
 
@@ -52,16 +52,6 @@ class TaskTimedOut(Exception):
     def __init__(self, task: Any, timeout_s: float):
         super().__init__(f"still running after its time limit of {timeout_s:g} s (--cell-timeout); it was stopped")
         self.task, self.timeout_s = task, timeout_s
-
-
-def die_with_parent(parent: int) -> None:
-    """In a forked child: have the kernel SIGKILL us when ``parent`` dies (Linux); exit now if it already has."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the parent's own clean-up is all there is
-        pass
-    if os.getppid() != parent:
-        os._exit(0)
 
 
 def keep_from_workers(fd: int | None) -> None:
