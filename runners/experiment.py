@@ -199,7 +199,7 @@ def compute(experiment: Experiment, cell: Cell, options: Options) -> tuple[Cell,
         output = retry_on_store_fault(experiment.run_cell, cell, options)
         return cell, output if isinstance(output, CellOutput) else CellOutput(output)
     except PluginFailed as exc:
-        return cell, str(exc)
+        return cell, str(exc) if exc.mechanism or not who else f"mechanism {who}: {exc}"
     except SystemExit as exc:
         return cell, (f"mechanism {who}: " if who else "") + f"called sys.exit({exc.code!r})"
     except Exception as exc:  # noqa: BLE001 - any failure of a cell (a plug-in's bug included) is reported, not raised

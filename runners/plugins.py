@@ -31,8 +31,9 @@ T = TypeVar("T")
 class PluginFailed(Exception):
     """A mechanism's own code raised, returned the wrong type, exited its process or hung (one line)."""
 
-    def __init__(self, mechanism: str, what: str):
-        super().__init__(f"mechanism {mechanism}: {what}")
+    def __init__(self, mechanism: str | None, what: str):
+        """``mechanism`` None: the cell's mechanism, named by whoever reports the cell."""
+        super().__init__(f"mechanism {mechanism}: {what}" if mechanism else what)
         self.mechanism, self.what = mechanism, what
 
 
@@ -64,7 +65,7 @@ def is_store_fault(exc: BaseException) -> bool:
     return state is None or state[:2] in ("08", "57")
 
 
-def expect(mechanism: str, method: str, value: T, kind: type | tuple[type, ...]) -> T:
+def expect(mechanism: str | None, method: str, value: T, kind: type | tuple[type, ...]) -> T:
     """``value`` if it is a ``kind``; else :class:`PluginFailed` saying what the method returned instead."""
     if isinstance(value, kind):
         return value
