@@ -125,6 +125,9 @@ class RaceDomain:
 
 def main(argv: list[str] | None = None) -> int:
     backend, location, binding = (argv or sys.argv[1:])[:3]
+    if argv is None:  # run as its own process: it dies with the cell that started it (no orphan holds the store)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        die_with_parent(os.getppid())
     actor = Actor(attach(backend, location), binding)
     try:
         serve_json_lines(actor.handle, sys.stdin, sys.stdout)
