@@ -114,6 +114,12 @@ class ResumeConcurrency(Experiment):
     artifacts = (artifact("resume_concurrency"),)
     seconds_per_execution = 0.1
 
+    def seconds(self, cell: Cell, options: Options) -> float:
+        """Per race: the racers' round trip, plus the graph's declared work (``work_ms``) run once."""
+        g = grid(options)
+        graph = by_kind(rc.resume_scenarios(options), "graph")[g.graph].graph
+        return cell.repetitions * (self.seconds_per_execution + sum(n.work_ms for n in graph.nodes) / 1000)
+
     def check(self, options: Options) -> None:
         grid(options)
         rc.runtimes(options)
