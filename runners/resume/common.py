@@ -64,6 +64,16 @@ def runtimes(options: Options, backend: str | None = None) -> list[str]:
     return out
 
 
+def check_backends(options: Options, backends: tuple[str, ...]) -> None:
+    """Refuse a runtime the user named that supports none of the run's backends (it would give no cell)."""
+    for name in options.mechanisms_for("resume") or ():
+        cls = resolve(name, "resume")
+        own = tuple(getattr(cls, "backends", ("sqlite", "postgres")))
+        if not set(own) & set(backends):
+            raise DriftlabError(f"--mechanisms {name}: supports only {', '.join(own) or 'no backend'}; this run's "
+                                f"backend is {', '.join(backends)} (--backend)")
+
+
 def supports(runtime: str, point: str) -> bool:
     return point == "-" or point in getattr(resolve(runtime, "resume"), "points", ())
 

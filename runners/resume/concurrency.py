@@ -121,7 +121,7 @@ class ResumeConcurrency(Experiment):
         return cell.repetitions * (self.seconds_per_execution + sum(n.work_ms for n in graph.nodes) / 1000)
 
     def check(self, options: Options) -> None:
-        grid(options)
+        rc.check_backends(options, grid(options).backends)
         rc.runtimes(options)
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:

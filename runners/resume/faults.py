@@ -39,6 +39,7 @@ class FaultCells(Experiment):
         if options.backend == "postgres" and rc.postgres_reachable():
             raise DriftlabError(f"--backend postgres: PostgreSQL is not reachable ({rc.postgres_reachable()})")
         rc.fault_cells(options)
+        rc.check_backends(options, (options.backend,))
         self.runtime_names(options)
 
     def repetitions(self, profile: str, options: Options) -> int:
