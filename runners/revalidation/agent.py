@@ -17,7 +17,7 @@ from typing import Any
 
 from runners.plugins import expect
 from runners.revalidation.stores import MemoryStore
-from scenarios.revalidation.oracle import prelude_class
+from scenarios.revalidation.oracle import prelude_class, prelude_variant
 from scenarios.revalidation.workload import Workload
 from vocabulary.revalidation import RELEASING, AgentTransaction, Outcome, Store, Validation
 
@@ -117,7 +117,7 @@ def pick_changes(workload: Workload, mutation_class: str, schedule, rng: random.
     changes = [mutation.variants[variant]]
     if schedule.prelude == "dominated":
         first = workload.mutations[dominated_prelude(workload, mutation.oracle)]
-        changes.insert(0, first.variants[rng.randrange(len(first.variants))])
+        changes.insert(0, first.variants[prelude_variant(variant, len(first.variants))])
     return variant, changes
 
 
