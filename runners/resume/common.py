@@ -170,11 +170,30 @@ def run_fault_cell(experiment: str, runtime: str, cell_name: str, repetitions: i
         kills = [k for k in executor.kills if k[1] == -9]
         for prop in CHECKED:
             r = results[prop]
-            witness = r.witnesses[0].explanation if r.witnesses else ""
+            witness = stable_witness(r.witnesses[0].explanation, mine) if r.witnesses else ""
             rows.append(_row(rep, rep_seed, cell, prop, r.verdict.value, fired, expected_effects(cell, graph), witness,
                              len(kills), len({op.value.get("pid") for op in mine.operations
                                               if op.actor == "driver"}), wall_us))
     return {k: [r[k] for r in rows] for k in rows[0]}, rec.history()
+
+
+#: the value keys of a resume history that hold a checkpoint id
+CHECKPOINT_KEYS = ("checkpoint", "head", "from_checkpoint", "parent")
+
+
+def stable_witness(text: str, history: History) -> str:
+    """A witness for a table, without the runtime's checkpoint ids (uuid4 in the lab's runtimes, time-based in
+    LangGraph's): each id becomes ``cp<N>``, N its order of first appearance in the history, so that one seed
+    gives one table.  The history itself keeps the real ids (``driftlab check`` quotes them)."""
+    ids: dict[str, str] = {}
+    for op in history.operations:
+        for key in CHECKPOINT_KEYS:
+            value = op.value.get(key)
+            if isinstance(value, str) and value and value not in ids:
+                ids[value] = f"cp{len(ids) + 1}"
+    for real in sorted(ids, key=len, reverse=True):  # longest first: no id is rewritten inside another
+        text = text.replace(real, ids[real])
+    return text
 
 
 def _row(rep, seed, cell, prop, verdict, fired, expected, witness, kills, processes, wall_us) -> dict:

@@ -94,7 +94,8 @@ def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_m
                             rows.append({"repetition": rep, "seed": rep_seed, "operation": "resume",
                                          "crash_point": "-", "property": prop, "verdict": r.verdict.value,
                                          "effects_fired": base["effects_fired"], "effects_expected": 1,
-                                         "witness": r.witnesses[0].explanation if r.witnesses else "",
+                                         "witness": rc.stable_witness(r.witnesses[0].explanation, mine)
+                                         if r.witnesses else "",
                                          "sigkills": 0, "processes": k + 1, "wall_us": 0.0})
                     else:
                         rows.append({**base, "co_verdict": results["CO"].verdict.value,
