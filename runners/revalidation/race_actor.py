@@ -25,12 +25,14 @@ in the open transaction if there is one, else in its own).
 """
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from typing import Any
 
 from faults.revalidation.races import justified
 from runners.interleaving import Step
-from runners.processes import ActorProcess, Answer, child_env, serve_json_lines
+from runners.processes import ActorProcess, Answer, child_env, die_with_parent, serve_json_lines
 from runners.revalidation.race_store import TIMEOUT_S, RaceStore, attach
 from vocabulary import FAIL, OK
 
