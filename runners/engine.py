@@ -284,6 +284,9 @@ def notes(request: Request) -> Iterator[str]:
         if fam not in families:
             yield (f"--mechanisms {', '.join(names)}: {fam} mechanism(s), and no selected experiment is of the {fam} "
                    "family; ignored")
+    for e in selected:
+        if not e.uses_mechanisms and e.family in (o.mechanism_families or {}):
+            yield f"{e.name} runs its own mechanisms only; --mechanisms does not apply to it"
     if o.workloads and "revalidation" not in families:
         yield "--workloads names revalidation workloads, and no selected experiment is of that family; ignored"
     if o.backend != "sqlite" and not any(e.uses_backend for e in selected):

@@ -146,6 +146,8 @@ class Experiment:
     seconds_per_execution: ClassVar[float] = 0.001
     #: True if the experiment runs on ``--backend`` (otherwise the flag is said not to apply)
     uses_backend: ClassVar[bool] = False
+    #: False if the experiment runs only its own mechanisms (``--mechanisms`` is then said not to apply to it)
+    uses_mechanisms: ClassVar[bool] = True
     #: the least time limit of one cell (``--cell-timeout`` overrides); see :meth:`time_limit`
     cell_timeout_s: ClassVar[float] = 300.0
 

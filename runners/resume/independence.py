@@ -19,6 +19,7 @@ class ResumeIndependence(FaultCells):
     name = "resume_independence"
     description = "independence matrix: the sequencer with one of seven fault switches on, through every fault cell"
     artifacts = (artifact("resume_independence"),)
+    uses_mechanisms = False  # its runtimes are the switches' (scenarios/resume/switch_*.toml)
 
     def runtime_names(self, options: Options) -> list[str]:
         switches = by_kind(rc.resume_scenarios(options), "switch")

@@ -25,6 +25,7 @@ class ResumeOverhead(Experiment):
     family = "resume"
     description = "one resume, sequencer (claim + write-ahead idempotent ledger) vs naive, SQLite, pytest-benchmark"
     parallel = False
+    uses_mechanisms = False
     uses_user_scenarios = False
     seconds_per_execution = 0.001
     artifacts = (artifact("resume_overhead", figure=False),)

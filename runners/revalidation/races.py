@@ -115,6 +115,7 @@ class RevalidationRaces(Experiment):
     uses_user_scenarios = False
     seconds_per_execution = 0.02
     uses_backend = True
+    uses_mechanisms = False
     artifacts = (artifact("revalidation_races"),)
 
     def check(self, options: Options) -> None:
