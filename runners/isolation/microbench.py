@@ -68,6 +68,7 @@ class IsolationMicrobench(Experiment):
     artifacts = (artifact("isolation_microbench"),)
     parallel = False  # benchmarks want a quiet machine
     uses_mechanisms = False
+    cell_timeout_s = 3600.0  # one cell holds the whole benchmark grid
     uses_user_scenarios = False
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
