@@ -19,9 +19,11 @@ it.  Here every worker has its own pipe and runs one task at a time, so:
   it after the main process is gone).
 
 Tasks are inherited through ``fork`` (never pickled); only results travel
-back, over the worker's pipe.  What trades away: one process per job for the
-whole list (as a pool), no work stealing beyond "the next task to the first
-free worker".
+back, over the worker's pipe.  What it trades away: a pool's generality
+(no chunks, no ``map`` flavours); each worker serves one task at a time and
+gets the next one when it answers.  Even one job runs in a worker, so that a
+plug-in calling ``os._exit`` or hanging can never take the main process with
+it.
 """
 from __future__ import annotations
 
