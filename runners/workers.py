@@ -100,7 +100,7 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
     ctx = multiprocess.get_context("fork")
     todo = list(range(len(tasks)))
     todo.reverse()
-    workers: dict[Any, tuple[Any, Any]] = {}  # conn -> (process, None | (task index, started))
+    workers: dict[Any, list] = {}  # our end of the pipe -> [process, None | (task index, started)]
     try:
         for _ in range(max(1, min(jobs, len(tasks)))):
             ours, theirs = ctx.Pipe()
