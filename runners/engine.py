@@ -40,7 +40,17 @@ from runners.provenance import write_provenance
 from runners.workers import keep_from_workers
 from scenarios import scenario_files
 
-RUNS = Path("data") / "runs"
+def default_runs() -> Path:
+    """Where default run folders go: ``$DRIFTLAB_RUNS``; else ``data/runs`` of the driftlab clone this code runs
+    from (whatever the current folder); else, for an installed copy, ``~/.local/share/driftlab/runs``."""
+    if os.environ.get("DRIFTLAB_RUNS"):
+        return Path(os.environ["DRIFTLAB_RUNS"])
+    clone = Path(__file__).resolve().parent.parent
+    if (clone / "pyproject.toml").is_file() and (clone / "runners").is_dir():
+        return clone / "data" / "runs"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "driftlab" / "runs"
+
+
 #: A request whose estimated duration exceeds this is refused before it starts.
 MAX_HOURS = 24.0
 
@@ -117,16 +127,25 @@ def usable_out(out: Path) -> None:
 
 
 def scenario_hashes(options: Options) -> dict[str, str]:
-    """Content hash of every scenario file the run loads (a rerun after an edit is a changed run)."""
-    return {str(p.resolve()): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
-            for p in scenario_files(tuple(options.scenario_dirs))}
+    """Content hash of every scenario file the run loads (a rerun after an edit is a changed run), keyed by a
+    path that does not depend on where the clone lives: relative to the built-in scenario root, or to the
+    ``--scenario-dir`` as given."""
+    import scenarios
+
+    root = Path(scenarios.__file__).resolve().parent
+
+    def key(p: Path) -> str:
+        resolved = p.resolve()
+        return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(p)
+
+    return {key(p): hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in scenario_files(tuple(options.scenario_dirs))}
 
 
 def identity(request: Request) -> dict:
     o = request.options
     return {"profile": request.profile, "seed": request.seed, "mechanisms": list(o.mechanisms or []) or None,
             "backend": o.backend, "workloads": list(o.workloads) if o.workloads else None,
-            "scenario_dirs": [str(Path(d).resolve()) for d in o.scenario_dirs], "extra": o.extra,
+            "scenario_dirs": [str(d) for d in o.scenario_dirs], "extra": o.extra,
             "scenario_files": scenario_hashes(o)}
 
 
@@ -192,7 +211,7 @@ def _folder(request: Request) -> tuple[Path, bool]:
             raise DriftlabError("--out is empty: give a folder")
         return Path(request.out), False
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return RUNS / f"{stamp}-{request.profile}", True
+    return default_runs() / f"{stamp}-{request.profile}", True
 
 
 def link_latest(run_dir: Path) -> None:
@@ -214,6 +233,22 @@ def estimate_seconds(request: Request, cells: dict[str, list[Cell]], scale: floa
     cores = min(request.jobs, os.cpu_count() or 1)
     return sum(EXPERIMENTS[n].seconds(c, request.options) * scale / (cores if EXPERIMENTS[n].parallel else 1)
                for n, cs in cells.items() for c in cs)
+
+
+def _progress_line(k: int, name: str, cells: int, estimate: dict[str, float], order: tuple[str, ...],
+                   elapsed: float) -> str:
+    """``experiment k of N`` and the whole run's remaining time, the declared estimate scaled by how the
+    experiments finished so far compare with theirs."""
+    before = sum(estimate[n] for n in order[:k - 1])
+    remaining = sum(estimate[n] for n in order[k - 1:])
+    if before > 0 and elapsed > 1:
+        remaining *= elapsed / before
+    what = f"{cells} cell(s) to run" if cells else "every cell already done"
+    return f"experiment {k} of {len(order)}: {name} ({what}); about {_duration(remaining)} left in all"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def _refuse_if_impossible(request: Request, cells: dict[str, list[Cell]], scale: float = 1.0) -> None:
@@ -345,11 +380,15 @@ def run(request: Request) -> Path:
         say = (lambda msg: None) if request.quiet else (lambda msg: print(f"driftlab: {msg}", file=sys.stderr))
         say(f"run folder {run_dir}")
         done = {}
-        for name in request.experiments:
+        estimate = {n: estimate_seconds(request, {n: pending(run_dir, cells[n])}) for n in request.experiments}
+        started = time.perf_counter()
+        for k, name in enumerate(request.experiments, 1):
             todo = pending(run_dir, cells[name])
+            say(_progress_line(k, name, len(todo), estimate, request.experiments, time.perf_counter() - started))
             t0 = time.perf_counter()
             written = run_cells(EXPERIMENTS[name], cells[name], options, run_dir, request.jobs,
                                 progress=not request.quiet, executor=request.executor, scheduler=request.scheduler,
+                                label=f"[{k}/{len(request.experiments)}] {name}",
                                 timeout_s=time_limit(request, cells[name], EXPERIMENTS[name]))
             done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
                           "wall_seconds": round(time.perf_counter() - t0, 3)}

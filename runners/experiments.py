@@ -10,6 +10,7 @@ from runners.isolation.runtimes import IsolationRuntimes
 from runners.isolation.undeclared import IsolationUndeclared
 from runners.resume.concurrency import ResumeConcurrency
 from runners.resume.faults import ResumeFaults
+from runners.resume.frameworks import ResumeFrameworks
 from runners.resume.independence import ResumeIndependence
 from runners.resume.overhead import ResumeOverhead
 from runners.resume.profile import ResumeProfile
@@ -39,6 +40,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     ResumeConcurrency(),
     ResumeProfile(),
     ResumeOverhead(),
+    ResumeFrameworks(),
 )}
 
 FAMILIES = ("revalidation", "isolation", "resume")

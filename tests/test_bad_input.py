@@ -39,6 +39,10 @@ REPO = Path(__file__).resolve().parent.parent
 REFUND = (REPO / "scenarios" / "revalidation" / "workloads" / "refund.toml").read_text()
 
 
+RESUME_CELL = ('family = "resume"\nkind = "cell"\nname = "bad_cell"\noperation = "replay"\ncrash_point = "-"\n'
+               '[[steps]]\ncall = "start"\nrun = "a"\n')
+
+
 def snapshot(root: Path) -> dict[str, bytes | None]:
     return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
 
@@ -219,6 +223,10 @@ ROWS = [
                                                             'rule = "order.amount <= policy.currency"')), ["reproduce"], "amount"),
     ("no-family", lambda t: scenario(t, REFUND.replace('family = "revalidation"\n', "").replace('name = "refund"', 'name = "x"')),
      ["reproduce"], "family"),
+    ("resume-replay-not-addressed", lambda t: scenario(t, RESUME_CELL + '[[steps]]\ncall = "replay"\nrun = "a"\n'),
+     ["reproduce", "--only", "resume_faults"], "a replay needs at"),
+    ("resume-update-without-key", lambda t: scenario(t, RESUME_CELL + '[[steps]]\ncall = "update"\nrun = "a"\nvalue = "x"\n'),
+     ["reproduce", "--only", "resume_faults"], "an update needs a key"),
     # --- output folder
     ("out-is-a-file", lambda t: (t / "afile").write_text("x"), ["reproduce", "--out", "{tmp}/afile"], "is a file"),
     ("out-under-a-file", lambda t: (t / "afile").write_text("x"), ["reproduce", "--out", "{tmp}/afile/run"], "is a file"),
