@@ -40,6 +40,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def _names(what: str):
     """An argparse type: a comma-separated list of names; a repeated name is dropped, and said so."""
     def parse(text: str) -> tuple[str, ...]:
@@ -62,7 +72,7 @@ def _request(args: argparse.Namespace, experiments: list[str], extra: dict | Non
     options = Options(mechanisms=getattr(args, "mechanisms", None), scenario_dirs=tuple(args.scenario_dir or ()),
                       backend=getattr(args, "backend", "sqlite"), workloads=getattr(args, "workloads", None), extra=extra)
     return Request(tuple(experiments), profile=args.profile, seed=args.seed, jobs=args.jobs,
-                   out=args.out, quiet=args.quiet,
+                   out=args.out, quiet=args.quiet, cell_timeout=args.cell_timeout,
                    executor=args.executor, scheduler=args.scheduler, options=options)
 
 
@@ -246,6 +256,8 @@ def parser() -> argparse.ArgumentParser:
                         help="local process pool, or a Dask distributed cluster")
         sp.add_argument("--scheduler", help="tcp://HOST:PORT of an existing Dask scheduler (default: start a LocalCluster)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
+        sp.add_argument("--cell-timeout", type=_seconds, metavar="SECONDS",
+                        help="stop the run when one cell runs longer (default: per experiment, from its size)")
 
     r = sub.add_parser("reproduce", help="run the experiments of a profile and build every artifact")
     run_options(r)

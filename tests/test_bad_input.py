@@ -1,17 +1,32 @@
 """The bad-input contract, everywhere: one line on stderr naming the problem, exit code 2, nothing
-written, nothing already recorded lost (issue "Trust", §6).
+written, nothing already recorded lost (issue "Trust", §6; issue 16, §3-§5 and §8).
 
 Every row is one bad input.  A row's ``setup`` builds what the input needs inside ``tmp_path``; the test
 then snapshots every file under ``tmp_path`` and asserts the command changed none of them.  The planted
 bug each row catches is the one it names: a traceback, a partial table, a silently merged schema, a
-second run trampling the first.
+second run trampling the first.  The bug classes of issue 16 have their own sections:
+
+- *a plug-in that fails is never a result* (§3): a mechanism of each protocol (revalidation ``validate``,
+  isolation ``resolve``, resume ``resume``) that raises, returns the wrong type, exits its process or
+  hangs: one line naming the mechanism and the cell, exit 2, no record of the failing cell (the run
+  folder may hold the cells finished before it, nothing else changes);
+- *nothing written before the last check* (§4): resume references to a graph, a node or a runtime that
+  does not exist, a runtime that supports no backend of the run, an unreachable Dask scheduler, existing
+  records that cannot be read: refused before the run folder, ``run.json`` or ``.lock`` exist;
+- *flags that do not apply, impossible sizes* (§5): refused when ignoring would mislead, else one note
+  (exit 0); sizes from ``--rounds``, a graph's ``work_ms`` and ``--jobs`` refused with the estimate;
+- *odd run folders* (§5): a dangling or looping ``--out`` link, ``run.json`` not an object, a truncated
+  ``provenance.json``, a file where ``records/<experiment>`` or ``tables`` should be, a folder where
+  ``report.md`` should be, a Parquet column of the wrong type.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,11 +63,19 @@ def refund_with(old: str, new: str, name: str = "refund_bad") -> str:
     return text.replace(old, new)
 
 
+_RUN_CACHE: list[Path] = []
+RUN_ARGS = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "1", "--jobs", "1", "--workloads", "refund"]
+
+
 def a_run(tmp: Path) -> Path:
-    """A finished tiny run folder (revalidation_outcomes, 1 repetition per cell)."""
+    """A finished tiny run folder (revalidation_outcomes, 1 repetition per cell), built once per session and
+    copied (its identity does not depend on where it lives)."""
+    if not _RUN_CACHE:
+        cache = Path(tempfile.mkdtemp(prefix="driftlab-bad-input-")) / "run"
+        assert main([*RUN_ARGS, "--out", str(cache), "--quiet"]) == 0
+        _RUN_CACHE.append(cache)
     run = tmp / "run"
-    assert main(["reproduce", "--only", "revalidation_outcomes", "--repetitions", "1", "--jobs", "1",
-                 "--workloads", "refund", "--out", str(run), "--quiet"]) == 0
+    shutil.copytree(_RUN_CACHE[0], run, ignore=shutil.ignore_patterns(".lock"))
     return run
 
 
@@ -83,7 +106,109 @@ def plugin(tmp: Path, source: str, module: str) -> None:
     (tmp / f"{module}.py").write_text(source)
 
 
-# (id, setup(tmp) -> extra args or None, argv (with {tmp}, {run}), text the one line must contain)
+# --- issue 16 §3: plug-ins of each protocol that fail in each way (a subclass of a lab mechanism, one method broken)
+PROTOCOLS = {  # family -> (base module, base class, the method's signature, the run it fails in)
+    "revalidation": ("mechanisms.revalidation.atr", "ATR", "validate(self, txn, store)",
+                     ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "1", "--jobs", "1", "--workloads", "refund"]),
+    "isolation": ("mechanisms.isolation.ssi", "SSI", "resolve(self, manifest, identity, registry)",
+                  ["reproduce", "--only", "isolation_levels", "--jobs", "1"]),
+    "resume": ("mechanisms.resume.sequencer", "Sequencer", "resume(self, run_id, value, checkpoint_id=None)",
+               ["reproduce", "--only", "resume_faults", "--repetitions", "1", "--jobs", "1"]),
+}
+FAILURES = {  # how the method fails -> (its body, what the one line says)
+    "raises": ("raise ValueError('boom in the plug-in')", "ValueError: boom in the plug-in"),
+    "wrong-return": ("return 'KEEP'", "returned str 'KEEP'"),
+    "exits": ("os._exit(3)", "code 3"),
+    "hangs": ("time.sleep(3600)", "time limit of 2 s"),
+}
+
+
+def failing_plugin(family: str, failure: str):
+    module, base, signature, _ = PROTOCOLS[family]
+    name = f"{family}_{failure.replace('-', '_')}"
+    source = (f"import os, time\nfrom {module} import {base}\n\nclass Bad({base}):\n"
+              f"    def {signature}:\n        {FAILURES[failure][0]}\n")
+    return lambda t: plugin(t, source, name)
+
+
+def plugin_rows() -> list[tuple]:
+    rows = []
+    for family, (_, _, _, argv) in PROTOCOLS.items():
+        for failure, (_, says) in FAILURES.items():
+            name = f"{family}_{failure.replace('-', '_')}"
+            rows.append((f"plugin-{family}-{failure}", failing_plugin(family, failure),
+                         [*argv, "--mechanisms", f"{name}:Bad", "--out", "{run}",
+                          *(["--cell-timeout", "2"] if failure == "hangs" else [])],
+                         (f"mechanism {name}:Bad", says), {"writes": "run"}))
+    return rows
+
+
+# --- issue 16 §4: resume scenario references, checked when the files load (the line names the file)
+def resume_file(tmp: Path, name: str, text: str) -> list[str]:
+    folder = tmp / "scenarios"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.toml").write_text('family = "resume"\n' + text)
+    return ["--scenario-dir", str(folder)]
+
+
+CELL = '''kind = "cell"
+name = "my_cell"
+graph = "{graph}"
+operation = "resume"
+crash_point = "after_effect"
+{extra}
+[[steps]]
+call = "start"
+run = "a"
+
+[[steps]]
+call = "resume"
+run = "a"
+value = "yes"
+crash = "after_effect"
+node = "{node}"
+'''
+
+
+def cell(graph: str = "approval", node: str = "act", extra: str = ""):
+    return lambda t: resume_file(t, "my_cell", CELL.format(graph=graph, node=node, extra=extra))
+
+
+HUGE_GRAPH = '''kind = "graph"
+name = "huge"
+[[nodes]]
+name = "prepare"
+work_ms = 1e9
+[[nodes]]
+name = "approve"
+interrupt = true
+[[nodes]]
+name = "act"
+'''
+
+
+def postgres_only_runtime(t: Path) -> None:
+    plugin(t, "from mechanisms.resume.naive import Naive\n\nclass PgOnly(Naive):\n    backends = ('postgres',)\n", "pg_only")
+
+
+# --- issue 16 §5: odd run folders
+def replace_with_file(path: Path) -> None:
+    shutil.rmtree(path) if path.is_dir() else path.unlink()
+    path.write_text("not a folder\n")
+
+
+def wrong_column_type(run: Path) -> None:
+    last = sorted(records_dir(run).glob("*.parquet"))[-1]
+    frame = pd.read_parquet(last)
+    frame["repetition"] = frame["repetition"].astype(str)
+    frame.to_parquet(last, index=False)
+
+
+RERUN = [*RUN_ARGS, "--out", "{run}"]
+
+
+# (id, setup(tmp) -> extra args or None, argv (with {tmp}, {run}), text(s) the one line must contain
+#  [, {"code": expected exit code (2), "writes": the only folder under tmp the command may add files to}])
 ROWS = [
     # --- scenario files
     ("not-utf8", lambda t: scenario(t, b"name = \"x\xff\"\n"), ["reproduce"], "not UTF-8"),
@@ -131,6 +256,59 @@ ROWS = [
     ("plugin-no-protocol", lambda t: plugin(t, "class Bad:\n    pass\n", "bad_protocol"), ["reproduce", "--mechanisms", "bad_protocol:Bad"],
      "implements no family's protocol"),
     ("plugin-unknown-name", None, ["reproduce", "--mechanisms", "ATR,Oracle"], "unknown mechanism 'Oracle'"),
+    # --- issue 16 §3: a plug-in that fails is never a result (revalidation, isolation, resume x raises, wrong
+    # return, exits, hangs); the cells finished before the failing one are kept in the run folder
+    *plugin_rows(),
+    ("plugin-sys-exit", lambda t: plugin(t, "import sys\nfrom mechanisms.revalidation.atr import ATR\n\nclass Bad(ATR):\n"
+                                            "    def validate(self, txn, store):\n        sys.exit(4)\n", "exits_politely"),
+     [*PROTOCOLS["revalidation"][3], "--mechanisms", "exits_politely:Bad", "--out", "{run}"],
+     ("mechanism exits_politely:Bad", "sys.exit(4)"), {"writes": "run"}),
+    # --- issue 16 §4: nothing written before the last check
+    ("resume-cell-no-graph", cell(graph="nograph"), ["reproduce", "--only", "resume_faults", "--out", "{run}"],
+     ("my_cell.toml: graph", "'nograph'")),
+    ("resume-cell-no-crash-node", cell(node="nonode"), ["reproduce", "--only", "resume_faults", "--out", "{run}"],
+     ("my_cell.toml: steps[1].node", "'nonode'")),
+    ("resume-cell-no-invalid-node", cell(extra='invalid_node = "zz"'), ["reproduce", "--only", "resume_faults", "--out", "{run}"],
+     ("my_cell.toml: invalid_node", "'zz'")),
+    ("resume-switch-no-runtime", lambda t: resume_file(t, "my_switch", 'kind = "switch"\nname = "my_switch"\nruntime = "nosuch"\n'),
+     ["reproduce", "--only", "resume_independence", "--out", "{run}"], ("my_switch.toml: runtime", "'nosuch'")),
+    ("resume-concurrency-no-graph", lambda t: resume_file(t, "my_grid", (REPO / "scenarios" / "resume" / "concurrency.toml").read_text()
+                                                          .replace('family = "resume"\n', "").replace('name = "', 'name = "my_').replace(
+                                                              'graph = "approval_slow"', 'graph = "nograph"')),
+     ["reproduce", "--only", "resume_faults", "--out", "{run}"], ("my_grid.toml: graph", "'nograph'")),
+    ("runtime-supports-no-backend-of-the-run", postgres_only_runtime,
+     ["reproduce", "--only", "resume_faults", "--mechanisms", "pg_only:PgOnly", "--out", "{run}"], "supports only postgres"),
+    ("dask-scheduler-unreachable", None, ["reproduce", "--only", "isolation_levels", "--executor", "dask",
+                                          "--scheduler", "tcp://127.0.0.1:9", "--out", "{run}"], "--scheduler tcp://127.0.0.1:9"),
+    ("rerun-records-unreadable", lambda t: plant(a_run(t), "zz_garbage.parquet", b"not parquet"), RERUN, "zz_garbage"),
+    # --- issue 16 §5: flags that do not apply (refused where ignoring would mislead, else said), sizes
+    ("mechanisms-of-no-selected-family", None, ["reproduce", "--only", "isolation_levels", "--mechanisms", "ATR"],
+     "would mislead"),
+    ("workloads-without-revalidation", None, ["reproduce", "--only", "isolation_levels", "--workloads", "refund", "--out", "{run}"],
+     "--workloads names revalidation workloads", {"code": 0, "writes": "run"}),
+    ("backend-for-no-backend-experiment", None, ["reproduce", "--only", "isolation_levels", "--backend", "postgres", "--out", "{run}"],
+     "--backend postgres: none of the selected experiments", {"code": 0, "writes": "run"}),
+    ("scheduler-without-dask", None, ["reproduce", "--only", "isolation_levels", "--scheduler", "tcp://127.0.0.1:9", "--out", "{run}"],
+     "applies only with --executor dask; ignored", {"code": 0, "writes": "run"}),
+    ("rounds-huge", None, ["sweep", "reads", "--reads", "13,4093", "--rounds", "100000000"], "hours"),
+    ("work-ms-huge", lambda t: (resume_file(t, "huge", HUGE_GRAPH), cell(graph="huge", node="prepare")(t))[1],
+     ["reproduce", "--only", "resume_faults"], "hours"),
+    ("jobs-huge", None, ["reproduce", "--jobs", "1000000"], "worker processes need about"),
+    # --- issue 16 §5: odd run folders
+    ("out-dangling-symlink", lambda t: os.symlink(t / "nowhere", t / "link"), ["reproduce", "--out", "{tmp}/link"], "does not exist"),
+    ("out-looping-symlink", lambda t: os.symlink("loop", t / "loop"), ["reproduce", "--out", "{tmp}/loop"], "loops"),
+    ("run-json-not-an-object", lambda t: (a_run(t) / "run.json").write_text("[1, 2]\n"), RERUN, "run.json holds a list"),
+    ("provenance-truncated", lambda t: (a_run(t) / "provenance.json").write_text('{"command": "drif'), RERUN,
+     "provenance.json: unreadable"),
+    ("analyze-provenance-truncated", lambda t: (a_run(t) / "provenance.json").write_text('{"command": "drif'), ["analyze", "{run}"],
+     "provenance.json: unreadable"),
+    ("records-experiment-is-a-file", lambda t: replace_with_file(records_dir(a_run(t))), RERUN, "a file where the folder"),
+    ("analyze-records-experiment-is-a-file", lambda t: replace_with_file(records_dir(a_run(t))), ["analyze", "{run}"],
+     "a file where the folder"),
+    ("tables-is-a-file", lambda t: replace_with_file(a_run(t) / "tables"), ["analyze", "{run}"], "tables: should be a folder"),
+    ("report-md-is-a-folder", lambda t: ((a_run(t) / "report.md").unlink(), (t / "run" / "report.md").mkdir()),
+     ["analyze", "{run}"], "a folder where the report file should be"),
+    ("parquet-column-of-the-wrong-type", lambda t: wrong_column_type(a_run(t)), ["analyze", "{run}"], "column 'repetition'"),
     # --- impossible work and other names
     ("repetitions-huge", None, ["reproduce", "--repetitions", "1000000000000"], "hours"),
     ("reads-huge", None, ["sweep", "reads", "--reads", "1000000000"], "65536"),
@@ -143,10 +321,16 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("setup, argv, message", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, capsys, setup, argv, message):
+def _params(row: tuple) -> tuple:
+    setup, argv, message, *expect = row[1:]
+    return setup, argv, message if isinstance(message, tuple) else (message,), expect[0] if expect else {}
+
+
+@pytest.mark.parametrize("setup, argv, message, expect", [_params(r) for r in ROWS], ids=[r[0] for r in ROWS])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, capsys, setup, argv, message, expect):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))  # a plug-in's folder is appended to sys.path: undo it
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # a plug-in's __pycache__ is not the command's writing
     extra = setup(tmp_path) if setup else None
     capsys.readouterr()
     argv = [a.format(tmp=tmp_path, run=tmp_path / "run") for a in argv]
@@ -155,10 +339,17 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, 
     before = snapshot(tmp_path)
     code = main(argv + (["--quiet"] if argv[0] in ("reproduce", "sweep") else []))
     err = capsys.readouterr().err
-    assert code == 2, err
-    assert message in err, err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert snapshot(tmp_path) == before, "a refused command must write nothing and lose nothing"
+    assert code == expect.get("code", 2), err
+    lines = [line for line in err.splitlines() if not line.startswith("driftlab: report ")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert all(m in lines[0] for m in message), err
+    after = snapshot(tmp_path)
+    if "writes" in expect:  # a run that started: only its own folder gains files; nothing that was there changes
+        assert {k: v for k, v in after.items() if k in before} == before, "nothing that existed may change"
+        assert all(k == expect["writes"] or k.startswith(expect["writes"] + "/") for k in set(after) - set(before)), \
+            sorted(set(after) - set(before))
+    else:
+        assert after == before, "a refused command must write nothing and lose nothing"
 
 
 def test_argparse_errors_are_one_line_too(capsys):

@@ -337,6 +337,9 @@ class LangGraphGuardRuntime(LangGraphRuntime):
     name = "langgraph+guard"
     guarded = True
     durability = "sync"
+    #: the guard's refusal (a second consumer of one interrupt); ``_invoke`` already returns it as a refused
+    #: Status, and declaring it keeps it a refusal wherever else it escapes
+    refusals = (ResumeRefused,)
 
 
 def _variant(base: type, suffix: str, **attrs) -> type:

@@ -88,6 +88,7 @@ class IsolationUndeclared(Experiment):
     artifacts = (artifact("isolation_undeclared"),)
     uses_user_scenarios = False
     seconds_per_execution = 0.005
+    uses_mechanisms = False
 
     def check(self, options: Options) -> None:
         for m in POLICIES.values():

@@ -18,11 +18,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from runners.plugins import call_plugin, expect
 from runners.resume.procs import CallResult, build
 from scenarios.resume.loader import FaultCell
 from vocabulary import INDETERMINATE, History, Operation
 from vocabulary.resume import (CHECKPOINT, EFFECT, FAMILY, FORK, PARKED, RECOVER, REPLAY, RESUME, START, TRACE, UPDATE,
-                               Backend, GraphSpec)
+                               Backend, Checkpoint, GraphSpec)
 
 
 @dataclass
@@ -119,11 +120,13 @@ def play(cell: FaultCell, executor, rec: Recorder, prefix: str, group: str) -> N
 
 def finish(rec: Recorder, runtime: str, backend: Backend, graph: GraphSpec) -> History:
     """Append the stores (checkpoints of every run, the ledger's effects and trace) to the history."""
-    rt = build(runtime, backend, graph)
+    rt = call_plugin(runtime, "its constructor", build, runtime, backend, graph)
     try:
         now = time.time()
         for rid in rec.runs:
-            for cp in rt.checkpoints(rid):
+            cps = call_plugin(runtime, "checkpoints", rt.checkpoints, rid, returns=(list, tuple))
+            for cp in cps:
+                expect(runtime, "checkpoints", cp, Checkpoint)
                 rec.add("store", CHECKPOINT, "ok", now, now, cp.to_dict())
         for e in rt.ledger.effects():
             rec.add("ledger", EFFECT, "ok", e.at, e.at, e.to_dict())
@@ -136,8 +139,8 @@ def finish(rec: Recorder, runtime: str, backend: Backend, graph: GraphSpec) -> H
 
 def setup_backend(runtime: str, backend: Backend, graph: GraphSpec) -> None:
     """Create the stores' tables once, in this process, and close the connections before any fork."""
-    rt = build(runtime, backend, graph)
+    rt = call_plugin(runtime, "its constructor", build, runtime, backend, graph)
     try:
-        rt.setup()
+        call_plugin(runtime, "setup", rt.setup)
     finally:
         rt.close()

@@ -102,6 +102,16 @@ def runtimes(options: Options, backend: str | None = None) -> list[str]:
     return out
 
 
+def check_backends(options: Options, backends: tuple[str, ...]) -> None:
+    """Refuse a runtime the user named that supports none of the run's backends (it would give no cell)."""
+    for name in options.mechanisms_for("resume") or ():
+        cls = resolve(name, "resume")
+        own = tuple(getattr(cls, "backends", ("sqlite", "postgres")))
+        if not set(own) & set(backends):
+            raise DriftlabError(f"--mechanisms {name}: supports only {', '.join(own) or 'no backend'}; this run's "
+                                f"backend is {', '.join(backends)} (--backend)")
+
+
 def supports(runtime: str, point: str) -> bool:
     return point == "-" or point in getattr(resolve(runtime, "resume"), "points", ())
 
@@ -197,11 +207,30 @@ def run_fault_cell(experiment: str, runtime: str, cell_name: str, repetitions: i
         kills = [k for k in executor.kills if k[1] == -9]
         for prop in CHECKED:
             r = results[prop]
-            witness = r.witnesses[0].explanation if r.witnesses else ""
+            witness = stable_witness(r.witnesses[0].explanation, mine) if r.witnesses else ""
             rows.append(_row(rep, rep_seed, cell, prop, r.verdict.value, fired, expected_effects(cell, graph), witness,
                              len(kills), len({op.value.get("pid") for op in mine.operations
                                               if op.actor == "driver"}), wall_us, inert))
     return {k: [r[k] for r in rows] for k in rows[0]}, rec.history()
+
+
+#: the value keys of a resume history that hold a checkpoint id
+CHECKPOINT_KEYS = ("checkpoint", "head", "from_checkpoint", "parent")
+
+
+def stable_witness(text: str, history: History) -> str:
+    """A witness for a table, without the runtime's checkpoint ids (uuid4 in the lab's runtimes, time-based in
+    LangGraph's): each id becomes ``cp<N>``, N its order of first appearance in the history, so that one seed
+    gives one table.  The history itself keeps the real ids (``driftlab check`` quotes them)."""
+    ids: dict[str, str] = {}
+    for op in history.operations:
+        for key in CHECKPOINT_KEYS:
+            value = op.value.get(key)
+            if isinstance(value, str) and value and value not in ids:
+                ids[value] = f"cp{len(ids) + 1}"
+    for real in sorted(ids, key=len, reverse=True):  # longest first: no id is rewritten inside another
+        text = text.replace(real, ids[real])
+    return text
 
 
 def _row(rep, seed, cell, prop, verdict, fired, expected, witness, kills, processes, wall_us, co_inert) -> dict:

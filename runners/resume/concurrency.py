@@ -95,7 +95,8 @@ def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_m
                             rows.append({"repetition": rep, "seed": rep_seed, "operation": "resume",
                                          "crash_point": "-", "property": prop, "verdict": r.verdict.value,
                                          "effects_fired": base["effects_fired"], "effects_expected": 1,
-                                         "witness": r.witnesses[0].explanation if r.witnesses else "",
+                                         "witness": rc.stable_witness(r.witnesses[0].explanation, mine)
+                                         if r.witnesses else "",
                                          "sigkills": 0, "processes": k + 1, "wall_us": 0.0, "co_inert": inert})
                     else:
                         rows.append({**base, "co_verdict": results["CO"].verdict.value, "co_inert_verdict": inert,
@@ -115,8 +116,14 @@ class ResumeConcurrency(Experiment):
     artifacts = (artifact("resume_concurrency"),)
     seconds_per_execution = 0.1
 
+    def seconds(self, cell: Cell, options: Options) -> float:
+        """Per race: the racers' round trip, plus the graph's declared work (``work_ms``) run once."""
+        g = grid(options)
+        graph = by_kind(rc.resume_scenarios(options), "graph")[g.graph].graph
+        return cell.repetitions * (self.seconds_per_execution + sum(n.work_ms for n in graph.nodes) / 1000)
+
     def check(self, options: Options) -> None:
-        grid(options)
+        rc.check_backends(options, grid(options).backends)
         rc.runtimes(options)
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:

@@ -35,6 +35,8 @@ class ResumeOverhead(Experiment):
     family = "resume"
     description = "one resume, sequencer (claim + write-ahead idempotent ledger) vs naive, SQLite, pytest-benchmark"
     parallel = False
+    uses_mechanisms = False
+    cell_timeout_s = 3600.0  # one cell holds the whole benchmark
     uses_user_scenarios = False
     seconds_per_execution = 0.001
     artifacts = (artifact("resume_overhead"),)

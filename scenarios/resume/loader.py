@@ -259,14 +259,27 @@ def cell_graph(cell: FaultCell, graphs: dict[str, GraphScenario], where: str = "
     if cell.graph not in graphs:
         raise ScenarioError(f"{where or cell.name}: graph: no graph scenario named {cell.graph!r}")
     graph = graphs[cell.graph].graph
-    try:
-        graph = graph.with_invalid(cell.invalid_node)
-        for s in cell.steps:
-            if s.node is not None:
-                graph.node(s.node)
-    except KeyError as exc:
-        raise ScenarioError(f"{where or cell.name}: node: {exc} is not a node of graph {graph.name}") from None
-    return graph
+    where = where or cell.name
+    known = f"(graph {graph.name} has {', '.join(graph.names)})"
+    if cell.invalid_node is not None and cell.invalid_node not in graph.names:
+        raise ScenarioError(f"{where}: invalid_node: {cell.invalid_node!r} is not a node {known}")
+    for i, s in enumerate(cell.steps):
+        if s.node is not None and s.node not in graph.names:
+            raise ScenarioError(f"{where}: steps[{i}].node: {s.node!r} is not a node {known}")
+    return graph.with_invalid(cell.invalid_node)
+
+
+def link(scenarios: dict[str, Any]) -> None:
+    """Resolve the references between resume files when they load: every cell's graph, crash nodes and
+    invalid node, and every concurrency grid's graph, exist; a ScenarioError names the file that refers.
+
+    (A switch's runtime is a mechanism, which scenarios cannot import: the experiment checks it.)"""
+    graphs = by_kind(scenarios, "graph")
+    for s in scenarios.values():
+        if s.kind == "cell":
+            cell_graph(s, graphs, s.path)
+        elif s.kind == "concurrency" and s.graph not in graphs:
+            raise ScenarioError(f"{s.path}: graph: no graph scenario named {s.graph!r}")
 
 
 def expected_effects(cell: FaultCell, graph: GraphSpec) -> int:
