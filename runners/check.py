@@ -207,7 +207,7 @@ def validate(path: Path, schemas: dict[str, HistorySchema], allow_unknown: bool,
     if family not in schemas:
         raise DriftlabError(f"{where}: family {family!r} is not one of {', '.join(sorted(schemas))}")
     try:
-        schemas[family].check_meta(meta, "meta")
+        schemas[family].check_meta(meta)
     except HistoryError as exc:
         raise DriftlabError(f"{where}: {exc}") from None
     plan = Plan(family, meta, body, header_line)
@@ -287,10 +287,18 @@ def _judge(partitions: list[list[bytes]]) -> tuple[list[list[CheckResult]], dict
         histories = [History(family, tuple(op for p in parsed for op in p), meta)]
     else:
         histories = [History(family, tuple(p), meta) for p in parsed]
-    results = [[c.check(h) for h in histories] for c in chosen]
+    results = [[_run(c, h) for h in histories] for c in chosen]
     named = {i for per in results for r in per for w in r.witnesses for i in w.steps}
     ops = {op.index: _op_json(op) for p in parsed for op in p if op.index in named}
     return results, ops
+
+
+def _run(checker, history: History) -> CheckResult:
+    try:
+        return checker.check(history)
+    except Exception as exc:  # a checker's own bug is one line, never a traceback, never a verdict
+        raise DriftlabError(f"checker {checker.name} failed on a history it accepted: "
+                            f"{type(exc).__name__}: {exc}") from None
 
 
 def _op_json(op: Operation) -> dict:

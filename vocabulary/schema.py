@@ -129,41 +129,37 @@ class HistorySchema:
     def names(self) -> frozenset[str]:
         return frozenset(op.name for op in self.operations)
 
-    def check_meta(self, meta: Any, where: str) -> None:
+    def check_meta(self, meta: Any) -> None:
+        """Raise a HistoryError (``meta.<key>: <problem>``) if a meta key a checker reads has the wrong shape."""
         if not isinstance(meta, dict):
-            raise HistoryError(f"{where}: meta: must be an object (got {_shown(meta)})")
+            raise HistoryError(f"meta: must be an object (got {_shown(meta)})")
         for m in self.meta:
             if m.name in meta:
                 problem = m.check(meta[m.name])
                 if problem:
-                    raise HistoryError(f"{where}: meta.{m.name}: {problem}")
-
-    def validator(self, others: Mapping[str, "HistorySchema"] = {}, allow_unknown: bool = False) -> "Validator":
-        return Validator(self, others, allow_unknown)
+                    raise HistoryError(f"meta.{m.name}: {problem}")
 
     def markdown(self) -> str:
         """The README's table of this family's operations (generated; a test keeps the README equal to it)."""
-        rows = [f"| operation | value keys (type, when required) | meaning |", "|---|---|---|"]
-        common = ", ".join(_key_doc(k) for k in self.common)
+        rows = ["| operation | value keys (type; required unless it says when) | meaning |", "|---|---|---|"]
         for op in self.operations:
-            keys = ", ".join(_key_doc(k) for k in op.keys) or "—"
-            rows.append(f"| `{op.name}` | {keys} | {op.doc} |")
-        lines = rows
-        if common:
-            lines = lines + ["", f"Every operation may carry {common}."]
+            rows.append(f"| `{op.name}` | {', '.join(_key_doc(k) for k in op.keys) or '—'} | {op.doc} |")
+        notes = []
+        if self.common:
+            notes.append(f"Every operation may carry {', '.join(_key_doc(k) for k in self.common)}.")
         if self.partition:
-            lines.append(f"Partitioned by {', '.join(f'`value.{k}`' for k in self.partition)}.")
+            notes.append(f"Partitioned by {' and '.join(f'`value.{k}`' for k in self.partition)}.")
         if self.meta:
-            lines.append("Header `meta` keys the checkers read: "
+            notes.append("Header `meta` keys the checkers read: "
                          + "; ".join(f"`{m.name}` ({m.doc})" for m in self.meta) + ".")
-        return "\n".join(lines)
+        return "\n".join(rows + (["", " ".join(notes)] if notes else []))
 
 
 def _key_doc(k: Key) -> str:
-    t = "|".join(k.type.split("|")) + ("|null" if k.nullable else "")
+    kinds = [{"key": "string or integer"}.get(t, t) for t in k.type.split("|")] + (["null"] if k.nullable else [])
     when = {ALWAYS: "", ANSWERED: ", unless indeterminate", WHEN_OK: ", when ok", OPTIONAL: ", optional"}[k.required]
-    choices = f" ∈ {{{', '.join(map(str, k.choices))}}}" if k.choices else ""
-    return f"`{k.name}` ({t}{when}{choices})"
+    choices = f": {' / '.join(map(str, k.choices))}" if k.choices else ""
+    return f"`{k.name}` ({' or '.join(kinds)}{when}{choices})"
 
 
 def _shown(v: Any) -> str:
