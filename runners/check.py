@@ -74,7 +74,10 @@ def loads(raw: bytes, n: int) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise HistoryError(f"line {n}: not JSON ({str(exc).split(':', 1)[0]})") from None
+        try:  # NaN, Infinity, 1e999: JSON to Python's reader, so the validator can name the field that holds one
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            raise HistoryError(f"line {n}: not JSON ({str(exc).split(':', 1)[0]})") from None
 
 
 @dataclass

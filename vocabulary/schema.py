@@ -87,7 +87,8 @@ class Key:
 
     @property
     def kind(self) -> str:
-        return " or ".join(("an " if t[0] in "aeiou" else "a ") + t for t in self.type.split("|"))
+        names = [n for t in self.type.split("|") for n in ({"key": ("string", "integer")}.get(t) or (t,))]
+        return " or ".join(("an " if t[0] in "aeiou" else "a ") + t for t in names)
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,10 @@ def _key_doc(k: Key) -> str:
     when = {ALWAYS: "", ANSWERED: ", unless indeterminate", WHEN_OK: ", when ok", OPTIONAL: ", optional"}[k.required]
     choices = f": {' / '.join(map(str, k.choices))}" if k.choices else ""
     return f"`{k.name}` ({' or '.join(kinds)}{when}{choices})"
+
+
+def _got(obj: dict, key: str) -> str:
+    return "missing" if key not in obj else f"got {_shown(obj[key])}"
 
 
 def _shown(v: Any) -> str:
@@ -242,17 +247,19 @@ class Validator:
             raise HistoryError(f"{where}: expected a JSON object (got {_shown(obj)})")
         index = obj.get("index")
         if type(index) is not int:
-            raise HistoryError(f"{where}: index: must be an integer (got {_shown(index)})")
+            raise HistoryError(f"{where}: index: must be an integer ({_got(obj, 'index')})")
         if index <= self.previous:
             raise HistoryError(f"{where}: index: {index} does not increase (the operation before has index "
                                f"{self.previous}; indices are unique and increasing)")
         actor, name, status = obj.get("actor"), obj.get("op"), obj.get("status")
         if type(actor) is not str:
-            raise HistoryError(f"{where}: actor: must be a string (got {_shown(actor)})")
+            raise HistoryError(f"{where}: actor: must be a string ({_got(obj, 'actor')})")
         if type(name) is not str:
-            raise HistoryError(f"{where}: op: must be a string (got {_shown(name)})")
+            raise HistoryError(f"{where}: op: must be a string ({_got(obj, 'op')})")
         if type(status) is not str or status not in STATUSES:
-            raise HistoryError(f"{where}: status: {_shown(status)} is not one of {', '.join(STATUSES)}")
+            raise HistoryError(f"{where}: status: {_shown(status) if 'status' in obj else 'missing, expected one'} is not "
+                               f"one of {', '.join(STATUSES)}" if "status" in obj else
+                               f"{where}: status: missing (one of {', '.join(STATUSES)})")
         start, end = obj.get("start"), obj.get("end")
         for key, t in (("start", start), ("end", end)):
             if t is not None and not _NUMBER(t):
@@ -261,7 +268,7 @@ class Validator:
             raise HistoryError(f"{where}: end: {end} is before start {start}")
         value = obj.get("value")
         if type(value) is not dict:
-            raise HistoryError(f"{where}: value: must be an object (got {_shown(value)})")
+            raise HistoryError(f"{where}: value: must be an object ({_got(obj, 'value')})")
         keys = self.keys.get(name)
         if keys is None:
             keys = self._undeclared(name, where)
@@ -275,7 +282,7 @@ class Validator:
             raise HistoryError(f"{where}: op: {name!r} is an operation of the {self.owner[name]} family, but the "
                                f"header says family {self.schema.family!r}")
         if not self.allow_unknown:
-            raise HistoryError(f"{where}: op: {name!r} is not a {self.schema.family} operation "
+            raise HistoryError(f"{where}: op: {name!r} is not an operation of the {self.schema.family} family "
                                f"({', '.join(sorted(self.keys))}; --allow-unknown-ops accepts extra ones)")
         self.unknown[name] = self.unknown.get(name, 0) + 1
         return self.schema.common
