@@ -441,3 +441,15 @@ def _pool(jobs: int, initializer=None, initargs=()):
 
     return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=initializer,
                                initargs=initargs)
+
+
+if __name__ == "__main__":  # `python -m runners.check --readme`: regenerate the README's per-family history tables
+    import sys
+
+    from analysis.checkers import schemas
+    from vocabulary.schema import with_tables
+
+    if sys.argv[1:] != ["--readme"]:
+        sys.exit("usage: python -m runners.check --readme")
+    readme = Path(__file__).resolve().parent.parent / "README.md"
+    readme.write_text(with_tables(readme.read_text(encoding="utf-8"), schemas()), encoding="utf-8")

@@ -217,7 +217,7 @@ ROWS = [
     check_row("check-index-decreasing", history("revalidation", 5, "index", 1), "line 5: index: 1 does not increase"),
     check_row("check-actor-missing", history("revalidation", 2, "actor"), "line 2: actor: must be a string"),
     check_row("check-op-not-string", history("revalidation", 2, "op", 7), "line 2: op: must be a string"),
-    check_row("check-status-unknown", history("revalidation", 3, "status", "done"), "line 3: status: 'done' is not one of"),
+    check_row("check-status-unknown", history("revalidation", 3, "status", "done"), "line 3: status: must be one of ok, fail, indeterminate (got 'done')"),
     check_row("check-start-text", history("revalidation", 3, "start", "soon"), "line 3: start: must be a finite number"),
     check_row("check-start-nan", history("revalidation", 3, raw=json.dumps(op(1, "commit", {"group": 1}, start=float("nan")))),
               "line 3: start: must be a finite number"),

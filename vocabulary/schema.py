@@ -257,9 +257,7 @@ class Validator:
         if type(name) is not str:
             raise HistoryError(f"{where}: op: must be a string ({_got(obj, 'op')})")
         if type(status) is not str or status not in STATUSES:
-            raise HistoryError(f"{where}: status: {_shown(status) if 'status' in obj else 'missing, expected one'} is not "
-                               f"one of {', '.join(STATUSES)}" if "status" in obj else
-                               f"{where}: status: missing (one of {', '.join(STATUSES)})")
+            raise HistoryError(f"{where}: status: must be one of {', '.join(STATUSES)} ({_got(obj, 'status')})")
         start, end = obj.get("start"), obj.get("end")
         for key, t in (("start", start), ("end", end)):
             if t is not None and not _NUMBER(t):
@@ -346,3 +344,26 @@ def mapping_of(item: Callable[[Any], str | None], what: str) -> Callable[[Any], 
 
 def of_type(t: str) -> Callable[[Any], str | None]:
     return lambda v: None if TYPES[t](v) else f"must be a {t} (got {_shown(v)})"
+
+
+# ------------------------------------------------------------------ the README's tables, generated from the declarations
+def _markers(family: str) -> tuple[str, str]:
+    return f"<!-- history:{family} (generated from vocabulary.{family}.HISTORY) -->", f"<!-- /history:{family} -->"
+
+
+def readme_block(text: str, family: str) -> str | None:
+    """The table the README holds for ``family`` (None if it has no marked block)."""
+    start, end = _markers(family)
+    if start not in text or end not in text:
+        return None
+    return text.split(start, 1)[1].split(end, 1)[0].strip("\n")
+
+
+def with_tables(text: str, schemas: Mapping[str, HistorySchema]) -> str:
+    """``text`` with every family's marked block replaced by the table generated from its declaration."""
+    for family, schema in schemas.items():
+        start, end = _markers(family)
+        if start in text and end in text:
+            before, rest = text.split(start, 1)
+            text = before + start + "\n" + schema.markdown() + "\n" + end + rest.split(end, 1)[1]
+    return text
