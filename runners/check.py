@@ -16,7 +16,8 @@ whole:
    last operation of each partition.
 2. **judge** — the file is read again; a partition is handed to the checkers
    as soon as its last operation has been read, so memory grows with the
-   largest partition (and the batch in flight), not with the file.
+   partitions open at once (for the lab's histories, whose partitions are
+   contiguous, the largest one) and the batches in flight, not with the file.
    Partitions are judged in batches, in this process or in ``jobs`` worker
    processes; for a family whose checkers split by group themselves
    (``HistorySchema.separable``) a batch is one history of several
@@ -60,8 +61,7 @@ def open_regular(path: Path, max_bytes: int) -> BinaryIO:
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
-                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else
-                "not a regular file")
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
         raise DriftlabError(f"{path}: is {kind}, not a history file (a regular JSON Lines file)")
     if size > max_bytes:
         os.close(fd)
@@ -70,12 +70,14 @@ def open_regular(path: Path, max_bytes: int) -> BinaryIO:
     return os.fdopen(fd, "rb", buffering=1 << 20)
 
 
-def loads(raw: bytes, n: int) -> Any:
+def loads(raw: bytes, n: int) -> tuple[Any, bool]:
+    """The parsed line, and whether it is strict JSON (False: it holds NaN, Infinity or 1e999, which only
+    Python's own reader takes, so that the validator can name the field that holds one)."""
     try:
-        return orjson.loads(raw)
+        return orjson.loads(raw), True
     except orjson.JSONDecodeError as exc:
-        try:  # NaN, Infinity, 1e999: JSON to Python's reader, so the validator can name the field that holds one
-            return json.loads(raw)
+        try:
+            return json.loads(raw), False
         except (ValueError, RecursionError):
             raise HistoryError(f"line {n}: not JSON ({str(exc).split(':', 1)[0]})") from None
 
@@ -107,7 +109,7 @@ class Chunk:
     error: tuple[int, str] | None = None  # (local line, message without the line)
 
 
-def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool) -> Chunk:
+def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool, max_bytes: int) -> Chunk:
     """Validate the lines of ``path`` in the byte range [start, stop) (both at line starts)."""
     from analysis.checkers import schemas
 
@@ -116,6 +118,7 @@ def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool) ->
     out = Chunk()
     validator = Validator(schema, others, allow_unknown)
     check, partition_keys, keyed = validator.check, validator.partition_keys, bool(schema.partition)
+    single = schema.partition[0] if len(schema.partition) == 1 else None
     part, ids, parent = out.part, {}, []
 
     def find(i: int) -> int:
@@ -125,7 +128,7 @@ def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool) ->
         return i
 
     n = 0
-    with open(path, "rb", buffering=1 << 20) as f:
+    with open_regular(path, max_bytes) as f:
         f.seek(start)
         pos = start
         try:
@@ -136,10 +139,16 @@ def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool) ->
                     if pos >= stop:
                         break
                     continue
-                value = check(loads(raw, n), n)
+                obj, exact = loads(raw, n)
+                value = check(obj, n) if exact else validator.strict(obj, n)
                 if out.first is None:
                     out.first = (n, validator.previous)
-                keys = partition_keys(value, n) if keyed else ()
+                if single is not None:  # the common case, one partition key
+                    v = value.get(single)
+                    keys = () if v is None else ((single, v),) if type(v) is str or type(v) is int else \
+                        partition_keys(value, n)
+                else:
+                    keys = partition_keys(value, n) if keyed else ()
                 if not keys:
                     part.append(NONE)
                 else:
@@ -184,7 +193,7 @@ def read_header(path: Path, max_bytes: int) -> tuple[str, dict, int, int, int]:
         else:
             raise DriftlabError(f"{path}: empty file (expected a header line, then one line per operation)")
         try:
-            family, meta = header(loads(raw, n), f"line {n}")
+            family, meta = header(loads(raw, n)[0], f"line {n}")
         except HistoryError as exc:
             raise DriftlabError(f"{path}: {exc}") from None
         return family, meta, n, pos, size
@@ -193,7 +202,7 @@ def read_header(path: Path, max_bytes: int) -> tuple[str, dict, int, int, int]:
 def ranges(path: Path, start: int, size: int, parts: int) -> list[tuple[int, int]]:
     """[start, size) cut into about ``parts`` byte ranges, each beginning at a line start."""
     cuts = [start]
-    with open(path, "rb") as f:
+    with open_regular(path, 2**63) as f:
         for i in range(1, parts):
             f.seek(max(cuts[-1], start + (size - start) * i // parts))
             f.readline()
@@ -214,7 +223,7 @@ def validate(path: Path, schemas: dict[str, HistorySchema], allow_unknown: bool,
     except HistoryError as exc:
         raise DriftlabError(f"{where}: {exc}") from None
     plan = Plan(family, meta, body, header_line)
-    args = (family, allow_unknown)
+    args = (family, allow_unknown, max_bytes)
     spans = ranges(path, body, size, max(1, jobs) * 4 if pool else 1) if size > body else []
     chunks = (pool.map(scan, *zip(*[(path, a, b, *args) for a, b in spans])) if pool and spans
               else (scan(path, a, b, *args) for a, b in spans))
@@ -285,7 +294,7 @@ def _setup(family: str, meta: dict, names: list[str], separable: bool) -> None:
 def _judge(partitions: list[list[bytes]]) -> tuple[list[list[CheckResult]], dict[int, dict]]:
     """Judge a batch of whole partitions: per checker its results, and the operations its witnesses name."""
     family, meta, chosen = _JOB["family"], _JOB["meta"], _JOB["checkers"]
-    parsed = [[operation(orjson.loads(raw)) for raw in p] for p in partitions]
+    parsed = [[operation(loads(raw, 0)[0]) for raw in p] for p in partitions]
     if _JOB["separable"] or not parsed:  # one history of every partition (an empty history has none)
         histories = [History(family, tuple(op for p in parsed for op in p), meta)]
     else:
@@ -315,7 +324,7 @@ def batches(path: Path, plan: Plan, batch: int) -> Iterator[list[list[bytes]]]:
     open_: dict[int, list[bytes]] = {}
     ready: list[list[bytes]] = []
     size, k = 0, 0
-    with open(path, "rb", buffering=1 << 20) as f:
+    with open_regular(path, 2**63) as f:
         f.seek(plan.body)
         for raw in f:
             if raw.isspace():
