@@ -217,6 +217,11 @@ def validate(path: Path, schemas: dict[str, HistorySchema], allow_unknown: bool,
     family, meta, header_line, body, size = read_header(path, max_bytes)
     where = f"{path}: line {header_line}"
     if family not in schemas:
+        from analysis.checkers import FAMILY_MODULES
+
+        if family in FAMILY_MODULES:
+            raise DriftlabError(f"{where}: the {family} family declares no history format (HISTORY in "
+                                f"{FAMILY_MODULES[family]}), so its histories cannot be validated")
         raise DriftlabError(f"{where}: family {family!r} is not one of {', '.join(sorted(schemas))}")
     try:
         schemas[family].check_meta(meta)

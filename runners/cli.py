@@ -117,13 +117,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     from runners.check import check
     from vocabulary import Verdict
 
-    outcome = check(Path(args.history), args.checker, jobs=args.jobs, allow_unknown=args.allow_unknown_ops,
-                    max_bytes=args.max_bytes)
+    try:
+        outcome = check(Path(args.history), args.checker, jobs=args.jobs, allow_unknown=args.allow_unknown_ops,
+                        max_bytes=args.max_bytes)
+    except KeyboardInterrupt:
+        print("driftlab: interrupted; no verdict", file=sys.stderr)
+        return 130
     if outcome.plan.unknown:
         extra = ", ".join(f"{name} ({n})" for name, n in sorted(outcome.plan.unknown.items()))
         print(f"driftlab: note: accepted operations the {outcome.plan.family} family does not declare: {extra}",
               file=sys.stderr)
-    print(outcome.json() if args.format == "json" else outcome.prose())
+    try:
+        print(outcome.json() if args.format == "json" else outcome.prose(), flush=True)
+    except BrokenPipeError:  # `driftlab check h.jsonl | head`: the reader left; the exit code still says the verdict
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if outcome.verdict is Verdict.UNKNOWN:
         print("driftlab: an unknown verdict is not a valid one: some outcome could not be determined", file=sys.stderr)
     return outcome.verdict.exit_code
