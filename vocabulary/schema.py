@@ -26,16 +26,17 @@ line naming the line number and the field.  Pure: nothing here does I/O.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from vocabulary import FAIL, OK, STATUSES, HistoryError, Operation
 
-#: JSON types a value key may have; "key" is what a partition key may hold (a string or an integer).
 def _NUMBER(v: Any) -> bool:
     return (type(v) is int or type(v) is float) and math.isfinite(v)
 
 
+#: JSON types a value key may have ("key": what a partition key may hold, a string or an integer); a boolean is
+#: never an integer, a number is finite.
 TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: type(v) is str,
     "integer": lambda v: type(v) is int,
@@ -60,7 +61,7 @@ class Key:
     name: str
     type: str = "any"  # one of TYPES, or several joined by "|" ("integer|string")
     required: str = OPTIONAL  # ALWAYS | ANSWERED | WHEN_OK | OPTIONAL
-    nullable: bool = False  # null allowed even where the key is required (it never is elsewhere an error)
+    nullable: bool = False  # null allowed even where the key is required (where it is not, null is always allowed)
     choices: tuple = ()
     doc: str = ""
 
@@ -124,7 +125,7 @@ class HistorySchema:
     meta: tuple[MetaKey, ...] = ()
     partition: tuple[str, ...] = ()
     separable: bool = False
-    common: tuple[Key, ...] = field(default=())  # value keys every operation may carry (e.g. group)
+    common: tuple[Key, ...] = ()  # value keys every operation may carry (e.g. group)
 
     @property
     def names(self) -> frozenset[str]:
