@@ -110,6 +110,7 @@ class Plan:
     meta: dict
     body: int  # byte offset of the first line after the header
     header_line: int
+    seen: tuple  # the file's identity (device, inode, size, mtime): the second pass reads that file or refuses
     operations: int = 0
     part: array = field(default_factory=lambda: array("q"))  # operation ordinal -> its partition
     last: dict[int, int] = field(default_factory=dict)  # partition -> ordinal of its last operation
@@ -200,10 +201,16 @@ def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool, ma
     return out
 
 
-def read_header(path: Path, max_bytes: int) -> tuple[str, dict, int, int, int]:
-    """(family, meta, header line number, byte offset after the header, file size) of a regular file."""
+def identity(f: BinaryIO) -> tuple[int, int, int, int]:
+    """What tells a changed file from the one the first pass validated: device, inode, size, modification time."""
+    st = os.fstat(f.fileno())
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def read_header(path: Path, max_bytes: int) -> tuple[str, dict, int, int, tuple]:
+    """(family, meta, header line number, byte offset after the header, the file's identity) of a regular file."""
     with open_regular(path, max_bytes) as f:
-        size = os.fstat(f.fileno()).st_size
+        seen = identity(f)
         n, pos = 0, 0
         for raw in f:
             n += 1
@@ -216,7 +223,7 @@ def read_header(path: Path, max_bytes: int) -> tuple[str, dict, int, int, int]:
             family, meta = header(loads(raw, n)[0], f"line {n}")
         except HistoryError as exc:
             raise DriftlabError(f"{path}: {exc}") from None
-        return family, meta, n, pos, size
+        return family, meta, n, pos, seen
 
 
 def ranges(path: Path, start: int, size: int, parts: int) -> list[tuple[int, int]]:
@@ -234,7 +241,8 @@ def ranges(path: Path, start: int, size: int, parts: int) -> list[tuple[int, int
 def validate(path: Path, schemas: dict[str, HistorySchema], allow_unknown: bool, max_bytes: int,
              jobs: int = 1, pool=None) -> Plan:
     """Pass 1: every line checked against the family's declaration, every operation tied to its partition."""
-    family, meta, header_line, body, size = read_header(path, max_bytes)
+    family, meta, header_line, body, seen = read_header(path, max_bytes)
+    size = seen[2]
     where = f"{path}: line {header_line}"
     if family not in schemas:
         from analysis.checkers import FAMILY_MODULES
@@ -247,7 +255,7 @@ def validate(path: Path, schemas: dict[str, HistorySchema], allow_unknown: bool,
         schemas[family].check_meta(meta)
     except HistoryError as exc:
         raise DriftlabError(f"{where}: {exc}") from None
-    plan = Plan(family, meta, body, header_line)
+    plan = Plan(family, meta, body, header_line, seen)
     args = (family, allow_unknown, max_bytes)
     spans = ranges(path, body, size, max(1, jobs) * 4 if pool else 1) if size > body else []
     chunks = (pool.map(scan, *zip(*[(path, a, b, *args) for a, b in spans])) if pool and spans
@@ -354,13 +362,16 @@ def batches(path: Path, plan: Plan, batch: int) -> Iterator[list[list[bytes]]]:
     open_: dict[int, list[bytes]] = {}
     ready: list[list[bytes]] = []
     size, k = 0, 0
+    changed = DriftlabError(f"{path}: changed while it was being checked; no verdict")
     with open_regular(path, 2**63) as f:
+        if identity(f) != plan.seen:
+            raise changed
         f.seek(plan.body)
         for raw in f:
             if raw.isspace():
                 continue
             if k >= plan.operations:
-                raise DriftlabError(f"{path}: changed while it was being checked")
+                raise changed
             p = part[k]
             buf = open_.get(p)
             if buf is None:
@@ -373,14 +384,15 @@ def batches(path: Path, plan: Plan, batch: int) -> Iterator[list[list[bytes]]]:
                     yield ready
                     ready, size = [], 0
             k += 1
-    if open_ or k != plan.operations:
-        raise DriftlabError(f"{path}: changed while it was being checked")
+        if open_ or k != plan.operations or identity(f) != plan.seen:
+            raise changed
     if ready:
         yield ready
 
 
 def merge(name: str, results: list[CheckResult]) -> CheckResult:
-    """One checker's results over partitions: the worst verdict, every witness, the summaries' counts added."""
+    """One checker's results over partitions: the worst verdict, every witness, the summaries' counts added
+    (summaries of one shape, such as "N race pairs: A valid, B invalid, C unknown", are summed number by number)."""
     if len(results) == 1:
         return results[0]
     verdict = worst(r.verdict for r in results)
