@@ -10,8 +10,8 @@ round runs ``driftlab check`` as its own process (``--jobs``
 ``DRIFTLAB_CHECK_JOBS``, default 1), times it, takes the main process's
 peak RSS and CPU seconds from ``wait4``, and samples the proportional set
 size of its whole process tree (workers included) every 20 ms: both peaks
-go to ``extra_info`` beside the verdict's exit code.  (The CPU seconds are
-the main process's; with ``--jobs`` the workers' are not in them.)
+go to ``extra_info`` beside the verdict's exit code.  (``wait4``'s CPU
+seconds include the workers, which the main process waits for.)
 
 Run it into a run folder (the JSON lands at ``RUN/benchmarks/check.json``,
 as the other benchmarks' do)::
