@@ -239,6 +239,8 @@ ROWS = [
     check_row("check-spawn-relation-unknown", history("isolation", 4, "value.relation", "sibling"), "line 4: value.relation"),
     check_row("check-merge-branches-text", history("isolation", 4, raw=json.dumps(op(3, "merge", {"workflow": "T1", "branches": "T1.a"}))),
               "line 4: value.branches: must be a list"),
+    check_row("check-merge-branch-not-string", history("isolation", 4, raw=json.dumps(op(3, "merge", {"workflow": "T1", "branches": [["T1.a"]]}))),
+              "line 4: value.branches: item 0 must be a string"),
     check_row("check-group-object", history("revalidation", 2, "value.group", {"pair": 1}), "line 2: value.group: must be a string or an integer"),
     check_row("check-commit-token-text", history("revalidation", 3, "value.target_token", "v0"), "line 3: value.target_token"),
     check_row("check-setup-state-missing", history("revalidation", 2, "value.state"), "line 2: value.state: missing"),

@@ -367,7 +367,7 @@ HISTORY = HistorySchema(
         OpSpec("spawn", "a continuation (child, fork or retry) starts with the spawner's view",
                (_WORKFLOW, Key("child", "string", WHEN_OK), Key("relation", "string", choices=RELATIONS))),
         OpSpec("merge", "the workflow merges its branches (fail: refused)",
-               (_WORKFLOW, Key("branches", "list", ALWAYS), Key("path", "string"), Key("reason", "string"))),
+               (_WORKFLOW, Key("branches", "list", ALWAYS, items="string"), Key("path", "string"), Key("reason", "string"))),
         OpSpec("end", "the workflow ends", (_WORKFLOW,)),
         OpSpec("deploy", "a deployment makes a version of an identity live",
                (Key("identity", "string", ALWAYS), Key("version", "integer", WHEN_OK),

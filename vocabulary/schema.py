@@ -63,6 +63,7 @@ class Key:
     required: str = OPTIONAL  # ALWAYS | ANSWERED | WHEN_OK | OPTIONAL
     nullable: bool = False  # null allowed even where the key is required (where it is not, null is always allowed)
     choices: tuple = ()
+    items: str = ""  # for a list: the type of every item (one of TYPES)
     doc: str = ""
 
     def __post_init__(self):
@@ -84,6 +85,10 @@ class Key:
             return f"must be {self.kind} (got {_shown(v)})"
         if self.choices and v not in self.choices:
             return f"{_shown(v)} is not one of {', '.join(map(str, self.choices))}"
+        if self.items and type(v) is list:
+            for i, x in enumerate(v):
+                if not TYPES[self.items](x):
+                    return f"item {i} must be a {self.items} (got {_shown(x)})"
         return None
 
     @property
@@ -161,6 +166,7 @@ def _key_doc(k: Key) -> str:
     kinds = [{"key": "string or integer"}.get(t, t) for t in k.type.split("|")] + (["null"] if k.nullable else [])
     when = {ALWAYS: "", ANSWERED: ", unless indeterminate", WHEN_OK: ", when ok", OPTIONAL: ", optional"}[k.required]
     choices = f": {' / '.join(map(str, k.choices))}" if k.choices else ""
+    kinds = [f"list of {k.items}s" if t == "list" and k.items else t for t in kinds]
     return f"`{k.name}` ({' or '.join(kinds)}{when}{choices})"
 
 
@@ -186,10 +192,11 @@ def _fast(keys: tuple[Key, ...]) -> Callable[[dict, str], bool]:
         types = None if None in kinds else frozenset(t for ts in kinds for t in ts)
         if types is None and k.required == OPTIONAL and not k.choices:
             continue  # anything goes
-        checks.append((k.name, types, _REQUIRED_FOR[k.required], k.nullable, frozenset(k.choices) or None))
+        checks.append((k.name, types, _REQUIRED_FOR[k.required], k.nullable, frozenset(k.choices) or None,
+                       TYPES[k.items] if k.items else None))
 
     def ok(value: dict, status: str) -> bool:
-        for name, types, required, nullable, choices in checks:
+        for name, types, required, nullable, choices, items in checks:
             v = value.get(name)
             if v is None:
                 if status in required and not (nullable and name in value):
@@ -201,6 +208,8 @@ def _fast(keys: tuple[Key, ...]) -> Callable[[dict, str], bool]:
             if t is float and not math.isfinite(v):
                 return False
             if choices is not None and v not in choices:
+                return False
+            if items is not None and t is list and not all(map(items, v)):
                 return False
         return True
     return ok
