@@ -33,9 +33,10 @@ def run_benchmark(name: str, bench_file: Path, args: Sequence[str], run_dir: Pat
     with tempfile.TemporaryDirectory(prefix=f"{name}_", dir=scratch) as work:
         # a benchmark is timed alone: no xdist (which disables pytest-benchmark), no test time limit
         command = [*PYTHON, "-m", "pytest", str(bench_file), "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                   "-p", "no:timeout", f"--benchmark-json={tmp}",
+                   "-p", "no:timeout", "--override-ini=addopts=", f"--benchmark-json={tmp}",
                    f"--benchmark-storage=file://{work}/.benchmarks", *args]
-        full_env = child_env(**dict(env or {}))
+        full_env = {k: v for k, v in child_env(**dict(env or {})).items()
+                    if not k.startswith("PYTEST_XDIST")}  # set in an xdist worker: pytest-benchmark would stand down
         full_env.update(TMPDIR=work, TEMP=work, TMP=work)
         done = subprocess.run(command, cwd=work, env=full_env, capture_output=True, text=True)
     if done.returncode != 0 or not tmp.exists():

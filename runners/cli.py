@@ -18,6 +18,17 @@ from runners.experiment import PROFILES, DriftlabError, Options
 
 DEFAULT_SEED = 20260901
 
+ABOUT = ("driftlab is a benchmarking and fault-injection lab for the consistency of long-running AI agent "
+         "workflows: it reruns three 2026 papers' experiments (decision revalidation, semantic isolation, resume "
+         "semantics) on real processes and stores, and writes every table and figure beside the published number.")
+EXAMPLES = """examples:
+  driftlab reproduce --profile quick            every experiment at CI scale -> data/runs/<run-id>/report.md
+  driftlab reproduce --only resume              one family (revalidation, isolation, resume) or one artifact
+  driftlab compare --mechanisms SRC,SSI         mechanisms of any family side by side
+  driftlab check RUN/histories/EXP/CELL.jsonl   judge a history (yours too): exit 0 valid, 1 invalid, 2 unknown
+  driftlab list                                 experiments, scenarios, mechanisms, checkers, faults
+"""
+
 
 def _positive(text: str) -> int:
     try:
@@ -78,7 +89,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from analysis.report import markdown_table
     from mechanisms import family_of_name
-    from runners.engine import RUNS, artifacts_of
+    from runners.engine import artifacts_of, default_runs
     from runners.experiments import EXPERIMENTS
 
     families = {f for name in args.mechanisms for f in family_of_name(name)}
@@ -88,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     request = _request(args, names)
     code = _run(request)
     if code == 0:
-        run_dir = Path(request.out) if request.out is not None else RUNS / "latest"
+        run_dir = Path(request.out) if request.out is not None else default_runs() / "latest"
         for name in names:
             experiment = EXPERIMENTS[name]
             first = artifacts_of(experiment)[0].name
@@ -150,24 +161,52 @@ def cmd_list(args: argparse.Namespace) -> int:
         for name, e in EXPERIMENTS.items():
             if e.family == family:
                 sweeps = f"  (sweep {', '.join(e.sweeps)})" if e.sweeps else ""
-                print(f"    {name:30s} {e.description}{sweeps}")
+                _item(name, f"{e.description}{sweeps}")
                 for item, text in e.listing():
-                    print(f"      {item:28s} {text}")
+                    _item(item, text, indent=6)
         print("  scenarios:")
         for name, s in scenarios.get(family, {}).items():
-            print(f"    {name:30s} {getattr(s, 'description', '')}  ({getattr(s, 'path', '')})")
+            _item(name, f"{getattr(s, 'description', '')}  ({_shown(getattr(s, 'path', ''))})")
         fam = MECHANISM_FAMILIES.get(family)
         print("  mechanisms" + (f" ({fam.protocol}):" if fam else ":"))
         for name, path in (fam.registry.items() if fam else ()):
-            print(f"    {name:30s} {path}")
+            _item(name, path)
         print("  checkers:")
         for name, c in checkers(family).items():
-            doc = (type(c).__doc__ or "").strip().splitlines()
-            print(f"    {name:30s} {doc[0] if doc else ''}")
+            _item(name, first_sentence(type(c).__doc__ or ""))
     print("[faults]")
     for name, doc in FAULTS.items():
-        print(f"    {name:30s} {doc}")
+        _item(name, doc)
     return 0
+
+
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, whole (never cut mid-word)."""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[:end + 1]
+
+
+def _item(name: str, text: str, indent: int = 4) -> None:
+    """One `driftlab list` entry: the name, then its text wrapped at word boundaries to the terminal's width."""
+    import shutil
+    import textwrap
+
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+    lead = " " * indent + f"{name:{34 - indent}s} "
+    if len(lead) > 35:  # a long name gets its own line
+        print(lead.rstrip())
+        lead = " " * 35
+    print(textwrap.fill(text, width=width, initial_indent=lead, subsequent_indent=" " * 35, break_long_words=False,
+                        break_on_hyphens=False))
+
+
+def _shown(path) -> str:
+    """A scenario's path relative to the current folder when it is under it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return str(path)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -180,11 +219,13 @@ class _Parser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     from runners.experiments import EXPERIMENTS, FAMILIES
 
-    p = _Parser(prog="driftlab", description=__doc__.splitlines()[0])
+    import textwrap
+
+    p = _Parser(prog="driftlab", description=textwrap.fill(ABOUT, 100), epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
     def run_options(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--profile", choices=PROFILES, default="quick", help="quick (CI, about a minute) or paper (full scale)")
+        sp.add_argument("--profile", choices=PROFILES, default="quick", help="quick (CI scale) or paper (the papers' full scale)")
         sp.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
         sp.add_argument("--seed", type=int, default=DEFAULT_SEED, help="base seed; every cell's seed derives from it")
         sp.add_argument("--out", help="run folder (default data/runs/<run-id>/, with a 'latest' link)")

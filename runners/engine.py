@@ -37,7 +37,17 @@ from runners.experiments import EXPERIMENTS, FAMILIES
 from runners.provenance import write_provenance
 from scenarios import scenario_files
 
-RUNS = Path("data") / "runs"
+def default_runs() -> Path:
+    """Where default run folders go: ``$DRIFTLAB_RUNS``; else ``data/runs`` of the driftlab clone this code runs
+    from (whatever the current folder); else, for an installed copy, ``~/.local/share/driftlab/runs``."""
+    if os.environ.get("DRIFTLAB_RUNS"):
+        return Path(os.environ["DRIFTLAB_RUNS"])
+    clone = Path(__file__).resolve().parent.parent
+    if (clone / "pyproject.toml").is_file() and (clone / "runners").is_dir():
+        return clone / "data" / "runs"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "driftlab" / "runs"
+
+
 #: A request whose estimated duration exceeds this is refused before it starts.
 MAX_HOURS = 24.0
 
@@ -106,16 +116,25 @@ def usable_out(out: Path) -> None:
 
 
 def scenario_hashes(options: Options) -> dict[str, str]:
-    """Content hash of every scenario file the run loads (a rerun after an edit is a changed run)."""
-    return {str(p.resolve()): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
-            for p in scenario_files(tuple(options.scenario_dirs))}
+    """Content hash of every scenario file the run loads (a rerun after an edit is a changed run), keyed by a
+    path that does not depend on where the clone lives: relative to the built-in scenario root, or to the
+    ``--scenario-dir`` as given."""
+    import scenarios
+
+    root = Path(scenarios.__file__).resolve().parent
+
+    def key(p: Path) -> str:
+        resolved = p.resolve()
+        return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(p)
+
+    return {key(p): hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in scenario_files(tuple(options.scenario_dirs))}
 
 
 def identity(request: Request) -> dict:
     o = request.options
     return {"profile": request.profile, "seed": request.seed, "mechanisms": list(o.mechanisms or []) or None,
             "backend": o.backend, "workloads": list(o.workloads) if o.workloads else None,
-            "scenario_dirs": [str(Path(d).resolve()) for d in o.scenario_dirs], "extra": o.extra,
+            "scenario_dirs": [str(d) for d in o.scenario_dirs], "extra": o.extra,
             "scenario_files": scenario_hashes(o)}
 
 
@@ -171,7 +190,7 @@ def _folder(request: Request) -> tuple[Path, bool]:
             raise DriftlabError("--out is empty: give a folder")
         return Path(request.out), False
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return RUNS / f"{stamp}-{request.profile}", True
+    return default_runs() / f"{stamp}-{request.profile}", True
 
 
 def link_latest(run_dir: Path) -> None:
@@ -183,9 +202,30 @@ def link_latest(run_dir: Path) -> None:
     os.replace(tmp, latest)
 
 
+def _seconds(request: Request, name: str, executions: int) -> float:
+    """The declared cost of ``executions`` of one experiment on ``request.jobs`` workers, in seconds."""
+    e = EXPERIMENTS[name]
+    return executions * e.seconds_per_execution / (request.jobs if e.parallel else 1)
+
+
+def _progress_line(k: int, name: str, cells: int, estimate: dict[str, float], order: tuple[str, ...],
+                   elapsed: float) -> str:
+    """``experiment k of N`` and the whole run's remaining time, the declared estimate scaled by how the
+    experiments finished so far compare with theirs."""
+    before = sum(estimate[n] for n in order[:k - 1])
+    remaining = sum(estimate[n] for n in order[k - 1:])
+    if before > 0 and elapsed > 1:
+        remaining *= elapsed / before
+    what = f"{cells} cell(s) to run" if cells else "every cell already done"
+    return f"experiment {k} of {len(order)}: {name} ({what}); about {_duration(remaining)} left in all"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
 def _refuse_if_impossible(request: Request, executions: dict[str, int]) -> None:
-    seconds = sum(executions[n] * EXPERIMENTS[n].seconds_per_execution / (request.jobs if EXPERIMENTS[n].parallel else 1)
-                  for n in executions)
+    seconds = sum(_seconds(request, n, executions[n]) for n in executions)
     if seconds > MAX_HOURS * 3600:
         size = sum(executions.values())
         raise DriftlabError(f"this run is {size:,} executions, about {seconds / 3600:,.0f} hours on {request.jobs} job(s); "
@@ -257,11 +297,16 @@ def run(request: Request) -> Path:
         for note in notes(request):
             print(f"driftlab: note: {note}", file=sys.stderr)
         done = {}
-        for name in request.experiments:
+        estimate = {n: _seconds(request, n, sum(c.repetitions for c in pending(run_dir, cells[n])))
+                    for n in request.experiments}
+        started = time.perf_counter()
+        for k, name in enumerate(request.experiments, 1):
             todo = pending(run_dir, cells[name])
+            say(_progress_line(k, name, len(todo), estimate, request.experiments, time.perf_counter() - started))
             t0 = time.perf_counter()
             written = run_cells(EXPERIMENTS[name], cells[name], options, run_dir, request.jobs,
-                                progress=not request.quiet, executor=request.executor, scheduler=request.scheduler)
+                                progress=not request.quiet, executor=request.executor, scheduler=request.scheduler,
+                                label=f"[{k}/{len(request.experiments)}] {name}")
             done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
                           "wall_seconds": round(time.perf_counter() - t0, 3)}
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)

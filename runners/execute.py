@@ -100,7 +100,8 @@ def _local(experiment: Experiment, todo: list[Cell], options: Options, jobs: int
 
 
 def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_dir: Path, jobs: int,
-              progress: bool = True, executor: str = "local", scheduler: str | None = None) -> int:
+              progress: bool = True, executor: str = "local", scheduler: str | None = None,
+              label: str | None = None) -> int:
     """Run the cells not yet on disk; returns how many records were written now.
 
     Wherever a cell runs (here, a local pool, a Dask worker), its output comes
@@ -111,7 +112,7 @@ def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_d
     remove_partial_files(run_dir, experiment.name)
     todo = pending(run_dir, cells)
     total = sum(c.repetitions for c in todo)
-    bar = tqdm(total=total, unit="exec", desc=experiment.name, disable=not progress or not todo,
+    bar = tqdm(total=total, unit="exec", desc=label or experiment.name, disable=not progress or not todo,
                dynamic_ncols=True, leave=True)
     written = 0
     if executor == "dask" and experiment.parallel and todo:

@@ -85,7 +85,7 @@ class IsolationUndeclared(Experiment):
     name = "isolation_undeclared"
     family = "isolation"
     description = "the retrieval workflow with the contract declared / omitted / stale: SSI alone, fail-closed, inference"
-    artifacts = (artifact("isolation_undeclared", figure=False),)
+    artifacts = (artifact("isolation_undeclared"),)
     uses_user_scenarios = False
     seconds_per_execution = 0.005
 

@@ -52,4 +52,4 @@ class FaultCells(Experiment):
 class ResumeFaults(FaultCells):
     name = "resume_faults"
     description = "fault matrix: crash points x operations, second resumes, forks, invalid state; real SIGKILL"
-    artifacts = (artifact("resume_faults", figure=False),)
+    artifacts = (artifact("resume_faults"),)

@@ -27,7 +27,7 @@ class ResumeOverhead(Experiment):
     parallel = False
     uses_user_scenarios = False
     seconds_per_execution = 0.001
-    artifacts = (artifact("resume_overhead", figure=False),)
+    artifacts = (artifact("resume_overhead"),)
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         reps = options.extra.get("repetitions") or REPETITIONS[profile]
