@@ -20,6 +20,7 @@ FAMILY_MODULES: dict[str, str] = {
     "revalidation": "analysis.revalidation.checkers",
     "resume": "analysis.resume.checkers",
     "isolation": "analysis.isolation.checkers",
+    "agent": "analysis.agent.checkers",
 }
 
 

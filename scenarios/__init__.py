@@ -30,6 +30,7 @@ PARSERS: dict[str, tuple[str, Path]] = {
     "revalidation": ("scenarios.revalidation.workload:parse_scenario", HERE / "revalidation" / "workloads"),
     "resume": ("scenarios.resume.loader:parse_scenario", HERE / "resume"),
     "isolation": ("scenarios.isolation.loader:parse_scenario", HERE / "isolation"),
+    "agent": ("scenarios.agent.loader:parse_scenario", HERE / "agent"),
 }
 
 

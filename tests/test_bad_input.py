@@ -24,6 +24,12 @@ from runners.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 REFUND = (REPO / "scenarios" / "revalidation" / "workloads" / "refund.toml").read_text()
+AGENT = (REPO / "scenarios" / "agent" / "refund_agent.toml").read_text().replace('name = "refund_agent"',
+                                                                                  'name = "agent_bad"')
+
+
+RESUME_CELL = ('family = "resume"\nkind = "cell"\nname = "bad_cell"\noperation = "replay"\ncrash_point = "-"\n'
+               '[[steps]]\ncall = "start"\nrun = "a"\n')
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -150,7 +156,13 @@ ROWS = [
                                                             'rule = "order.amount <= policy.currency"')), ["reproduce"], "amount"),
     ("no-family", lambda t: scenario(t, REFUND.replace('family = "revalidation"\n', "").replace('name = "refund"', 'name = "x"')),
      ["reproduce"], "family"),
+    ("resume-replay-not-addressed", lambda t: scenario(t, RESUME_CELL + '[[steps]]\ncall = "replay"\nrun = "a"\n'),
+     ["reproduce", "--only", "resume_faults"], "a replay needs at"),
+    ("resume-update-without-key", lambda t: scenario(t, RESUME_CELL + '[[steps]]\ncall = "update"\nrun = "a"\nvalue = "x"\n'),
+     ["reproduce", "--only", "resume_faults"], "an update needs a key"),
     # --- output folder
+    ("agent-oracle-typed-in", lambda t: scenario(t, AGENT.replace('value = 50\nexpect = "BLOCK"', 'value = 50\nexpect = "KEEP"')),
+     ["reproduce", "--only", "agent"], "changes.blocking.expect: declared KEEP but the declared premises give BLOCK"),
     ("out-is-a-file", lambda t: (t / "afile").write_text("x"), ["reproduce", "--out", "{tmp}/afile"], "is a file"),
     ("out-under-a-file", lambda t: (t / "afile").write_text("x"), ["reproduce", "--out", "{tmp}/afile/run"], "is a file"),
     ("out-read-only", lambda t: ((t / "ro").mkdir(), read_only(t / "ro")), ["reproduce", "--out", "{tmp}/ro"], "read-only"),

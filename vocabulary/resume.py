@@ -48,7 +48,10 @@ STATES = (PARKED, DONE, REFUSED, FAILED)
 
 # --------------------------------------------------------------------- operations of a resume history
 START, RESUME, FORK, RECOVER = "start", "resume", "fork", "recover"
-CALLS = (START, RESUME, FORK, RECOVER)
+#: calls only a framework may have (issue 14's framework-only cells): its own replay of a thread from a past
+#: checkpoint, and an external update of the state
+REPLAY, UPDATE = "replay", "update"
+CALLS = (START, RESUME, FORK, RECOVER, REPLAY, UPDATE)
 #: history entries the harness appends after a cell from the stores (status ok, actor "ledger" / "store")
 EFFECT, TRACE, CHECKPOINT = "effect", "trace", "checkpoint"
 
@@ -109,6 +112,9 @@ class GraphSpec:
     name: str
     nodes: tuple[NodeSpec, ...]
     schema: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(SCHEMA))
+    #: how a framework adapter should build the graph beyond the node semantics (``parallel``: sibling nodes run in
+    #: one step; ``state``: how the state is declared); the lab's own runtimes run the nodes in order regardless
+    hints: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         names = [n.name for n in self.nodes]
@@ -190,14 +196,17 @@ class GraphSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (kept in a history's meta, so a checker can rebuild the graph)."""
-        return {"name": self.name, "nodes": [{"name": n.name, "effects": list(n.effects), "interrupt": n.interrupt,
-                                              "invalid": n.invalid, "work_ms": n.work_ms} for n in self.nodes]}
+        out = {"name": self.name, "nodes": [{"name": n.name, "effects": list(n.effects), "interrupt": n.interrupt,
+                                             "invalid": n.invalid, "work_ms": n.work_ms} for n in self.nodes]}
+        if self.hints:
+            out["hints"] = dict(self.hints)
+        return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "GraphSpec":
         return cls(raw["name"], tuple(NodeSpec(n["name"], tuple(n.get("effects", ())), bool(n.get("interrupt")),
                                                bool(n.get("invalid")), float(n.get("work_ms", 0.0)))
-                                      for n in raw["nodes"]))
+                                      for n in raw["nodes"]), hints=dict(raw.get("hints") or {}))
 
     def with_invalid(self, node: str | None) -> "GraphSpec":
         """The same graph with ``node`` returning a schema-invalid state (None: unchanged)."""
@@ -205,7 +214,7 @@ class GraphSpec:
             return self
         self.node(node)
         return GraphSpec(self.name, tuple(NodeSpec(n.name, n.effects, n.interrupt, n.name == node, n.work_ms)
-                                          for n in self.nodes), self.schema)
+                                          for n in self.nodes), self.schema, self.hints)
 
 
 #: The lab's default graph: an effect before the interrupt, the gated effect after it, one more after that.

@@ -21,8 +21,8 @@ from typing import Any
 from runners.resume.procs import CallResult, build
 from scenarios.resume.loader import FaultCell
 from vocabulary import INDETERMINATE, History, Operation
-from vocabulary.resume import (CHECKPOINT, EFFECT, FAMILY, FORK, PARKED, RECOVER, RESUME, START, TRACE, Backend,
-                               GraphSpec)
+from vocabulary.resume import (CHECKPOINT, EFFECT, FAMILY, FORK, PARKED, RECOVER, REPLAY, RESUME, START, TRACE, UPDATE,
+                               Backend, GraphSpec)
 
 
 @dataclass
@@ -103,6 +103,12 @@ def play(cell: FaultCell, executor, rec: Recorder, prefix: str, group: str) -> N
                      {"from_run": rid, "from_checkpoint": parked.get(rid)})
             if res.result is not None and res.result.checkpoint_id and res.result.state == PARKED:
                 parked.setdefault(new, res.result.checkpoint_id)
+        elif step.call == REPLAY:  # a framework's own re-run of the thread from a past checkpoint (issue 14)
+            res = do(REPLAY, rid, {"run_id": rid, "checkpoint_id": parked.get(rid)}, crash,
+                     {"checkpoint": parked.get(rid)})
+        elif step.call == UPDATE:  # an external update of the state (issue 14)
+            res = do(UPDATE, rid, {"run_id": rid, "values": {step.key: step.value}}, crash,
+                     {"update": {step.key: step.value}})
         else:
             res = do(RECOVER, rid, {"run_id": rid}, crash)
         if res.status == INDETERMINATE:  # the call's process died: recover in a fresh process

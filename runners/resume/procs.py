@@ -38,6 +38,7 @@ from mechanisms import resolve
 from faults.resume.sigkill import KillAtPoint
 from mechanisms.resume.base import Crash, Hooks
 from runners.processes import Barrier, die_with_parent, fork_start, kill, read_line
+from runners.resume import envs  # noqa: F401 - connects the framework runtimes (issue 14) to their envs' servers
 from runners.resume.zygote import zygote
 from vocabulary.resume import Backend, GraphSpec, Status
 
@@ -70,6 +71,28 @@ def outcome(result: Status) -> str:
     return "ok" if result.state in ("parked", "done") else "fail"
 
 
+def fork_server(runtime: str):
+    """The fork server that serves ``runtime``: its framework environment's (issue 14), or the lab's own."""
+    from mechanisms.resume.frameworks import declared
+
+    if runtime in declared():
+        from runners.resume.envs import server
+
+        return server(runtime)
+    return zygote()
+
+
+def racers(k: int, runtime: str, backend: Backend, graph: GraphSpec, timeout_s: float = 60):
+    """k warm resumers: forked from the framework env's server (issue 14), or the lab's own pool."""
+    from mechanisms.resume.frameworks import declared
+
+    if runtime in declared():
+        from runners.resume.envs import EnvRacers
+
+        return EnvRacers(k, runtime, backend, graph, timeout_s)
+    return RacerPool(k, runtime, backend, graph, timeout_s)
+
+
 class ForkedExecutor:
     """Each call in a fresh child process; a crash point is a real SIGKILL (module docstring)."""
 
@@ -81,7 +104,7 @@ class ForkedExecutor:
 
     def call(self, call: str, args: dict, label: str, crash: tuple[str, str] | None = None) -> CallResult:
         start = time.time()
-        reply = zygote().call({"runtime": self.runtime, "backend": self.backend.to_dict(), "graph": self.graph.to_dict(),
+        reply = fork_server(self.runtime).call({"runtime": self.runtime, "backend": self.backend.to_dict(), "graph": self.graph.to_dict(),
                                "call": call, "args": args, "label": label, "crash": list(crash) if crash else None,
                                "timeout": CALL_TIMEOUT_S})
         pid = reply["pid"]
