@@ -240,7 +240,7 @@ ROWS = [
     # operation names: undeclared (a misspelt spawn must not hide a context escape), another family's
     check_row("check-op-misspelt", history("isolation", 4, "op", "spwan"), "line 4: op: 'spwan' is not an operation of the isolation family"),
     check_row("check-op-of-another-family", history("revalidation", 3, "op", "checkpoint"),
-              "line 3: op: 'checkpoint' is an operation of the resume family, but the header says family 'revalidation'"),
+              "line 3: op: 'checkpoint' is an operation of the resume and agent families, but the header says family 'revalidation'"),
     check_row("check-op-other-family-allowed-still-refused", history("isolation", 2, "op", "commit"),
               "'commit' is an operation of the revalidation family", "--allow-unknown-ops"),
     # the family's value keys and their types

@@ -227,8 +227,10 @@ class Validator:
         self.schema, self.allow_unknown = schema, allow_unknown
         self.keys = {op.name: op.keys + schema.common for op in schema.operations}
         self.fast = {name: _fast(keys) for name, keys in self.keys.items()}
-        self.owner = {name: fam for fam, s in others.items() if fam != schema.family for name in s.names
-                      if name not in self.keys}
+        self.owner: dict[str, list[str]] = {}  # undeclared here, declared by other families
+        for fam, other in others.items():
+            for name in sorted(other.names - set(self.keys)) if fam != schema.family else ():
+                self.owner.setdefault(name, []).append(fam)
         self.unknown: dict[str, int] = {}  # accepted undeclared operation names -> how many
         self.previous = -math.inf
         self.partition = schema.partition
@@ -299,8 +301,10 @@ class Validator:
 
     def _undeclared(self, name: str, where: str) -> tuple[Key, ...]:
         if name in self.owner:
-            raise HistoryError(f"{where}: op: {name!r} is an operation of the {self.owner[name]} family, but the "
-                               f"header says family {self.schema.family!r}")
+            owners = self.owner[name]
+            raise HistoryError(f"{where}: op: {name!r} is an operation of the {' and '.join(owners)} "
+                               f"famil{'ies' if len(owners) > 1 else 'y'}, but the header says family "
+                               f"{self.schema.family!r}")
         if not self.allow_unknown:
             raise HistoryError(f"{where}: op: {name!r} is not an operation of the {self.schema.family} family "
                                f"({', '.join(sorted(self.keys))}; --allow-unknown-ops accepts extra ones)")
