@@ -135,35 +135,26 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from analysis.checkers import checkers
-    from vocabulary import Composite, HistoryError, Verdict, history_from_jsonl
+    from runners.check import check
+    from vocabulary import Verdict
 
-    path = Path(args.history)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DriftlabError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+        outcome = check(Path(args.history), args.checker, jobs=args.jobs, allow_unknown=args.allow_unknown_ops,
+                        max_bytes=args.max_bytes)
+    except KeyboardInterrupt:
+        print("driftlab: interrupted; no verdict", file=sys.stderr)
+        return 130
+    if outcome.plan.unknown:
+        extra = ", ".join(f"{name} ({n})" for name, n in sorted(outcome.plan.unknown.items()))
+        print(f"driftlab: note: accepted operations the {outcome.plan.family} family does not declare: {extra}",
+              file=sys.stderr)
     try:
-        history = history_from_jsonl(text, str(path))
-    except HistoryError as exc:
-        raise DriftlabError(str(exc)) from None
-    known = checkers(history.family)
-    if not known:
-        raise DriftlabError(f"{path}: no checkers for family {history.family!r}")
-    if args.checker:
-        unknown = [c for c in args.checker if c not in known]
-        if unknown:
-            raise DriftlabError(f"--checker {unknown[0]!r}: not a {history.family} checker ({', '.join(known)})")
-        chosen = [known[c] for c in args.checker]
-    else:
-        chosen = list(known.values())
-    verdict, results = Composite(chosen).check_all(history)
-    for r in results:
-        print(r.prose(history))
-    print(f"verdict: {verdict.value} ({len(history.operations)} operations, {len(results)} checker(s))")
-    if verdict is Verdict.UNKNOWN:
+        print(outcome.json() if args.format == "json" else outcome.prose(), flush=True)
+    except BrokenPipeError:  # `driftlab check h.jsonl | head`: the reader left; the exit code still says the verdict
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if outcome.verdict is Verdict.UNKNOWN:
         print("driftlab: an unknown verdict is not a valid one: some outcome could not be determined", file=sys.stderr)
-    return verdict.exit_code
+    return outcome.verdict.exit_code
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -285,9 +276,16 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("run_dir")
     a.set_defaults(func=cmd_analyze)
 
+    from runners.check import MAX_BYTES
+
     ck = sub.add_parser("check", help="run the checkers on a history file (exit 0 valid, 1 invalid, 2 unknown)")
     ck.add_argument("history", help="a history in driftlab's JSON Lines format (histories/<experiment>/<cell>.jsonl)")
     ck.add_argument("--checker", action="append", help="only this checker (repeatable; default: every checker of the family)")
+    ck.add_argument("--jobs", type=_positive, default=1, help="judge partitions in this many processes (default 1)")
+    ck.add_argument("--format", choices=("prose", "json"), default="prose", help="verdicts and witnesses as prose or JSON")
+    ck.add_argument("--allow-unknown-ops", action="store_true",
+                    help="accept operations the family does not declare (default: refuse the history)")
+    ck.add_argument("--max-bytes", type=_positive, default=MAX_BYTES, help="refuse a larger file (default 4 GiB)")
     ck.set_defaults(func=cmd_check)
 
     ls = sub.add_parser("list", help="experiments, scenarios, mechanisms, checkers and faults, per family")

@@ -21,6 +21,8 @@ second run trampling the first.  The bug classes of issue 16 have their own sect
 """
 from __future__ import annotations
 
+import copy
+import json
 import os
 import shutil
 import signal
@@ -207,6 +209,60 @@ def wrong_column_type(run: Path) -> None:
 RERUN = [*RUN_ARGS, "--out", "{run}"]
 
 
+# --- histories for `driftlab check` (issue 16 §1): one small valid history per family, and one field broken per row
+def op(index: int, name: str, value: dict, status: str = "ok", actor: str = "a", start=0.0, end=0.0) -> dict:
+    return {"index": index, "actor": actor, "op": name, "status": status, "start": start, "end": end, "value": value}
+
+
+GRAPH = {"name": "approval", "nodes": [{"name": "prepare", "effects": ["reserve"]}, {"name": "approve", "interrupt": True},
+                                       {"name": "act", "effects": ["charge"]}]}
+BASE = {
+    "revalidation": ({}, [op(0, "setup", {"group": 1, "state": {"amount": 80, "refunds": 0, "refund_limit": 100,
+                                                                 "refunds_enabled": 1}}),
+                          op(1, "commit", {"group": 1, "target_token": 0}, actor="w1", start=1.0, end=2.0),
+                          op(2, "commit", {"group": 1, "target_token": 0}, "fail", actor="w2", start=1.0, end=2.0),
+                          op(3, "audit", {"group": 1, "state": {"refunds": 1}}, start=3.0, end=3.0)]),
+    "isolation": ({"contracts": ["index:docs@1 requires model:embed@1"], "versions": {"model:embed": [1, 2]}},
+                  [op(1, "start", {"workflow": "T1"}), op(2, "resolve", {"workflow": "T1", "identity": "model:embed",
+                                                                         "version": 1}),
+                   op(3, "spawn", {"workflow": "T1", "child": "T1.c", "relation": "child"}),
+                   op(4, "resolve", {"workflow": "T1.c", "identity": "model:embed", "version": 1})]),
+    "resume": ({"graph": GRAPH},
+               [op(0, "start", {"run": "r", "op": "r/start#1", "group": "g", "state": "parked"}, start=1.0, end=2.0),
+                op(1, "checkpoint", {"run": "r", "step": 1, "values": {}, "created": 1.5, "parked": True}),
+                op(2, "trace", {"run": "r", "step": 0, "kind": "node", "node": "prepare", "op": "r/start#1"})]),
+}
+DELETE = object()
+
+
+def history(family: str, line: int | None = None, field: str = "", new=DELETE, *, head: dict | None = None,
+            raw: str | None = None, name: str = "h.jsonl"):
+    """A setup writing ``family``'s base history with ``field`` (``value.x`` or a top-level key) of line ``line``
+    set to ``new`` (DELETE: removed), the header replaced by ``head``, or line ``line`` replaced by ``raw``."""
+    def setup(tmp: Path) -> None:
+        meta, ops = BASE[family]
+        rows = [head if head is not None else {"history": 1, "family": family, "meta": meta}] + copy.deepcopy(ops)
+        texts = [json.dumps(r) for r in rows]
+        if line is not None and field:
+            target = rows[line - 1]
+            *path, key = field.split(".")
+            for part in path:
+                target = target[part]
+            if new is DELETE:
+                del target[key]
+            else:
+                target[key] = new
+            texts[line - 1] = json.dumps(rows[line - 1])
+        if raw is not None:
+            texts[line - 1] = raw
+        (tmp / name).write_text("\n".join(texts) + "\n")
+    return setup
+
+
+def check_row(name: str, setup, message: str, *extra: str) -> tuple:
+    return (name, setup, ["check", "{tmp}/h.jsonl", *extra], message)
+
+
 # (id, setup(tmp) -> extra args or None, argv (with {tmp}, {run}), text(s) the one line must contain
 #  [, {"code": expected exit code (2), "writes": the only folder under tmp the command may add files to}])
 ROWS = [
@@ -318,6 +374,75 @@ ROWS = [
     ("rates-out-of-range", None, ["sweep", "omission", "--rates", "0,1.5"], "between 0 and 1"),
     ("check-missing-file", None, ["check", "{tmp}/none.jsonl"], "cannot read"),
     ("check-not-a-history", lambda t: (t / "h.jsonl").write_text("{not json\n"), ["check", "{tmp}/h.jsonl"], "line 1"),
+    # --- history files (issue 16 §1): a malformed history is one line naming the line and the field, never a verdict
+    # the file itself: not a regular file (a FIFO would hang the reader), empty, over the size limit
+    ("check-fifo", lambda t: os.mkfifo(t / "h.jsonl"), ["check", "{tmp}/h.jsonl"], "is a FIFO"),
+    ("check-device", None, ["check", "/dev/zero"], "is a device"),
+    ("check-folder", lambda t: (t / "h.jsonl").mkdir(), ["check", "{tmp}/h.jsonl"], "is a folder"),
+    ("check-empty-file", lambda t: (t / "h.jsonl").write_text("\n\n"), ["check", "{tmp}/h.jsonl"], "empty file"),
+    check_row("check-over-size-limit", history("revalidation"), "over the limit of 100", "--max-bytes", "100"),
+    check_row("check-not-utf8", lambda t: (history("revalidation")(t), (t / "h.jsonl").open("ab").write(b'{"actor": "\xff"}\n')),
+              "line 6: not JSON"),
+    # the header: not a history header, a family nobody declares, meta keys of the wrong shape
+    check_row("check-header-no-format", history("revalidation", head={"family": "revalidation"}), "line 1: the header must be"),
+    check_row("check-header-unknown-family", history("revalidation", head={"history": 1, "family": "nope"}),
+              "line 1: family 'nope' is not one of"),
+    check_row("check-meta-not-object", history("revalidation", head={"history": 1, "family": "revalidation", "meta": [1]}),
+              "line 1: meta: must be an object"),
+    check_row("check-meta-contract-malformed", history("isolation", head={"history": 1, "family": "isolation", "meta": {
+        "contracts": ["index:docs@1 needs model:embed@1"]}}), "line 1: meta.contracts: item 0"),
+    check_row("check-meta-contracts-not-list", history("isolation", head={"history": 1, "family": "isolation", "meta": {
+        "contracts": "index:docs@1 requires model:embed@1"}}), "line 1: meta.contracts: must be a list"),
+    check_row("check-meta-groups-shape", history("isolation", head={"history": 1, "family": "isolation", "meta": {
+        "groups": {"g": {"contracts": [3]}}}}), "line 1: meta.groups: g: contracts"),
+    check_row("check-meta-graph-shape", history("resume", head={"history": 1, "family": "resume", "meta": {
+        "graph": {"name": "x"}}}), "line 1: meta.graph"),
+    # the common fields of an operation
+    check_row("check-line-not-json", history("revalidation", 3, raw="{index: 1}"), "line 3: not JSON"),
+    check_row("check-line-not-object", history("revalidation", 2, raw="[1, 2]"), "line 2: expected a JSON object"),
+    check_row("check-index-missing", history("revalidation", 2, "index"), "line 2: index: must be an integer"),
+    check_row("check-index-text", history("revalidation", 3, "index", "1"), "line 3: index: must be an integer"),
+    check_row("check-index-boolean", history("revalidation", 2, "index", True), "line 2: index: must be an integer"),
+    check_row("check-index-repeated", history("revalidation", 3, "index", 0), "line 3: index: 0 does not increase"),
+    check_row("check-index-decreasing", history("revalidation", 5, "index", 1), "line 5: index: 1 does not increase"),
+    check_row("check-actor-missing", history("revalidation", 2, "actor"), "line 2: actor: must be a string"),
+    check_row("check-op-not-string", history("revalidation", 2, "op", 7), "line 2: op: must be a string"),
+    check_row("check-status-unknown", history("revalidation", 3, "status", "done"), "line 3: status: must be one of ok, fail, indeterminate (got 'done')"),
+    check_row("check-start-text", history("revalidation", 3, "start", "soon"), "line 3: start: must be a finite number"),
+    check_row("check-start-nan", history("revalidation", 3, raw=json.dumps(op(1, "commit", {"group": 1}, start=float("nan")))),
+              "line 3: start: must be a finite number"),
+    check_row("check-end-infinite", history("revalidation", 3, "end", 1e999), "line 3: end: must be a finite number"),
+    check_row("check-end-before-start", history("revalidation", 3, "end", 0.5), "line 3: end: 0.5 is before start 1.0"),
+    check_row("check-value-not-object", history("revalidation", 2, "value", [1]), "line 2: value: must be an object"),
+    check_row("check-value-missing", history("isolation", 3, "value"), "line 3: value: must be an object"),
+    # operation names: undeclared (a misspelt spawn must not hide a context escape), another family's
+    check_row("check-op-misspelt", history("isolation", 4, "op", "spwan"), "line 4: op: 'spwan' is not an operation of the isolation family"),
+    check_row("check-op-of-another-family", history("revalidation", 3, "op", "checkpoint"),
+              "line 3: op: 'checkpoint' is an operation of the resume and agent families, but the header says family 'revalidation'"),
+    check_row("check-op-other-family-allowed-still-refused", history("isolation", 2, "op", "commit"),
+              "'commit' is an operation of the revalidation family", "--allow-unknown-ops"),
+    # the family's value keys and their types
+    check_row("check-resolve-version-text", history("isolation", 3, "value.version", "2"), "line 3: value.version: must be an integer"),
+    check_row("check-resolve-version-missing", history("isolation", 3, "value.version"), "line 3: value.version: missing (status ok)"),
+    check_row("check-resolve-identity-missing", history("isolation", 3, "value.identity"), "line 3: value.identity: missing"),
+    check_row("check-spawn-child-missing", history("isolation", 4, "value.child"), "line 4: value.child: missing (status ok)"),
+    check_row("check-spawn-relation-unknown", history("isolation", 4, "value.relation", "sibling"), "line 4: value.relation"),
+    check_row("check-merge-branches-text", history("isolation", 4, raw=json.dumps(op(3, "merge", {"workflow": "T1", "branches": "T1.a"}))),
+              "line 4: value.branches: must be a list"),
+    check_row("check-merge-branch-not-string", history("isolation", 4, raw=json.dumps(op(3, "merge", {"workflow": "T1", "branches": [["T1.a"]]}))),
+              "line 4: value.branches: item 0 must be a string"),
+    check_row("check-group-object", history("revalidation", 2, "value.group", {"pair": 1}), "line 2: value.group: must be a string or an integer"),
+    check_row("check-commit-token-text", history("revalidation", 3, "value.target_token", "v0"), "line 3: value.target_token"),
+    check_row("check-setup-state-missing", history("revalidation", 2, "value.state"), "line 2: value.state: missing"),
+    check_row("check-checkpoint-step-text", history("resume", 3, "value.step", "1"), "line 3: value.step: must be an integer"),
+    check_row("check-checkpoint-created-missing", history("resume", 3, "value.created"), "line 3: value.created: missing"),
+    check_row("check-trace-kind-unknown", history("resume", 4, "value.kind", "ran"), "line 4: value.kind"),
+    check_row("check-call-run-missing", history("resume", 2, "value.run"), "line 2: value.run: missing"),
+    check_row("check-call-state-missing", history("resume", 2, "value.state"), "line 2: value.state: missing (status ok)"),
+    # the options of check
+    check_row("check-checker-unknown", history("revalidation"), "--checker 'nope'", "--checker", "nope"),
+    check_row("check-jobs-zero", history("revalidation"), "--jobs: must be at least 1", "--jobs", "0"),
+    check_row("check-bad-line-found-by-a-worker", history("isolation", 5, "value.version", "two"), "line 5: value.version", "--jobs", "2"),
 ]
 
 
@@ -338,7 +463,8 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, 
         argv += extra
     before = snapshot(tmp_path)
     code = main(argv + (["--quiet"] if argv[0] in ("reproduce", "sweep") else []))
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "verdict" not in out, out  # a refused history never gets a verdict
     assert code == expect.get("code", 2), err
     lines = [line for line in err.splitlines() if not line.startswith("driftlab: report ")]
     assert len(lines) == 1 and "Traceback" not in err, err

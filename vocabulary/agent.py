@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from vocabulary.schema import ALWAYS, ANSWERED, WHEN_OK, HistorySchema, Key, MetaKey, OpSpec, list_of, of_type
+
 FAMILY = "agent"
 
 # ------------------------------------------------------------------ layers and stacks
@@ -114,3 +116,51 @@ def expected_failures(stack: str) -> frozenset[str]:
     """The failures a stack should leave (those whose owning layer it lacks): the independence claim."""
     layers = stack_layers(stack)
     return frozenset(f for f in FAILURES if OWNER[f] not in layers)
+
+
+# ------------------------------------------------------------------ the history format (driftlab check)
+def _graph(raw) -> str | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("nodes"), list):
+        return f"must be an object with a list of nodes (got {raw!r})"
+    return None
+
+
+_CALL = (Key("run", "string", ALWAYS), Key("op", "string", ALWAYS), Key("workflow", "string"), Key("resume", "any"),
+         Key("state", "string", ANSWERED), Key("values", "object", nullable=True), Key("reason", "string"))
+#: The other families' operation names and value keys, as an agent history carries them (judged whole: every
+#: family's checkers read the same execution).
+HISTORY = HistorySchema(
+    FAMILY,
+    operations=(
+        OpSpec("start", "the agent's run starts (a process of its own; indeterminate: killed)", _CALL),
+        OpSpec("resume", "an approver resumes the run with the approval (`resume`)", _CALL),
+        OpSpec("recover", "the documented recovery after a killed call (`invoke(None, config)`)", _CALL),
+        OpSpec("mutate", "a second actor changes a premise of the decision",
+               (Key("field", "string"), Key("to", "any"), Key("change", "string"))),
+        OpSpec("deploy", "a redeployment behind an alias", (Key("identity", "string", ALWAYS),
+                                                            Key("version", "integer", WHEN_OK))),
+        OpSpec("resolve", "the run resolves an identity (the pinning layer's event)",
+               (Key("run", "string"), Key("workflow", "string"), Key("identity", "string", ALWAYS),
+                Key("version", "integer", WHEN_OK))),
+        OpSpec("spawn", "the run starts a subgraph (a child workflow)",
+               (Key("run", "string"), Key("workflow", "string"), Key("child", "string", WHEN_OK),
+                Key("relation", "string", choices=("child", "fork", "retry")))),
+        OpSpec("release", "the act node's outcome beside the scenario's declared oracle",
+               (Key("run", "string"), Key("oracle", "string", WHEN_OK, choices=OUTCOMES),
+                Key("outcome", "string", WHEN_OK, choices=OUTCOMES), Key("released", "boolean", WHEN_OK),
+                Key("payload_stale", "boolean"), Key("mechanism", "string"))),
+        OpSpec("checkpoint", "a checkpoint the saver holds afterwards",
+               (Key("run", "string", ALWAYS), Key("step", "integer", ALWAYS), Key("values", "object", ALWAYS),
+                Key("created", "number", ALWAYS), Key("parked", "boolean"))),
+        OpSpec("effect", "an effect that fired (the ledger)",
+               (Key("run", "string", ALWAYS), Key("task", "string", ALWAYS), Key("effect", "string", ALWAYS),
+                Key("op", "string"), Key("at", "number"))),
+        OpSpec("trace", "a node ran, consumed the approval, or was replayed (the ledger's trace)",
+               (Key("run", "string", ALWAYS), Key("step", "integer", ALWAYS),
+                Key("kind", "string", ALWAYS, choices=("node", "consume", "memo")), Key("op", "string"),
+                Key("at", "number"), Key("resume", "any"))),
+    ),
+    meta=(MetaKey("graph", "the agent's graph, as the resume checkers read it", _graph),
+          MetaKey("contracts", "the declared contracts", list_of(of_type("string"), "contract strings"))),
+    common=(Key("group", "key", doc="the repetition"),),
+)

@@ -35,6 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from vocabulary.schema import ALWAYS, ANSWERED, HistorySchema, Key, MetaKey, OpSpec
+
 FAMILY = "resume"
 
 # --------------------------------------------------------------------- call outcomes (Status.state)
@@ -327,3 +329,46 @@ class TraceRow:
     def to_dict(self) -> dict[str, Any]:
         return {"seq": self.seq, "run": self.run_id, "step": self.step, "node": self.node, "kind": self.kind,
                 "resume": self.value, "pid": self.pid, "at": self.at, "op": self.op}
+
+
+# --------------------------------------------------------------------- the history format (driftlab check)
+
+
+def _graph(raw) -> str | None:
+    if not isinstance(raw, dict):
+        return f"must be an object {{name, nodes: [{{name, effects, interrupt, invalid, work_ms}}]}} (got {raw!r})"
+    try:
+        GraphSpec.from_dict(raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"not a graph ({type(exc).__name__}: {exc})"
+    return None
+
+
+_CALL = (Key("run", "string", ALWAYS), Key("op", "string", ALWAYS, doc="the call's label, stamped on its ledger rows"),
+         Key("group", "key"), Key("state", "string", ANSWERED, choices=STATES), Key("values", "object", nullable=True),
+         Key("resume", "any"), Key("checkpoint", "string", nullable=True), Key("reason", "string"),
+         Key("ordinal", "integer"))
+HISTORY = HistorySchema(
+    "resume",
+    operations=(
+        OpSpec(START, "the harness starts a run (indeterminate: its process was killed)", _CALL),
+        OpSpec(RESUME, "the harness resumes a run with a value (`resume`), at its head or at `checkpoint`", _CALL),
+        OpSpec(FORK, "the harness forks a new run from a checkpoint of another",
+               _CALL + (Key("from_run", "string"), Key("from_checkpoint", "string", nullable=True))),
+        OpSpec(RECOVER, "the harness recovers a run after a crash (`ordinal`: its n-th recovery)", _CALL),
+        OpSpec(CHECKPOINT, "a checkpoint the store holds afterwards",
+               (Key("run", "string", ALWAYS), Key("step", "integer", ALWAYS), Key("values", "object", ALWAYS),
+                Key("created", "number", ALWAYS), Key("parked", "boolean"), Key("checkpoint", "string"),
+                Key("next", "string", nullable=True), Key("parent", "string", nullable=True))),
+        OpSpec(EFFECT, "an effect that fired (a row of the effect ledger)",
+               (Key("run", "string", ALWAYS), Key("task", "string", ALWAYS), Key("effect", "string", ALWAYS),
+                Key("op", "string"), Key("at", "number"), Key("payload", "any"))),
+        OpSpec(TRACE, "a row of the ledger's trace: a node ran, consumed the resume value, or was memo-replayed",
+               (Key("run", "string", ALWAYS), Key("step", "integer", ALWAYS),
+                Key("kind", "string", ALWAYS, choices=(NODE_RUN, CONSUME, MEMO)), Key("node", "string"),
+                Key("op", "string"), Key("at", "number"), Key("resume", "any"))),
+    ),
+    meta=(MetaKey("graph", "the graph, `GraphSpec.to_dict()`: the schema, the interrupt, the gated node", _graph),),
+    partition=("group", "run"),
+    separable=False,
+)

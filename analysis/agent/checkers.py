@@ -30,6 +30,7 @@ from typing import Any
 from analysis.checkers import checkers
 from vocabulary import CheckResult, History, Operation, Verdict, Witness
 from vocabulary.agent import (FAILURES, FAMILY, JUDGED_BY, NEEDLESS_REPLAN, SAFE, STALE_RELEASE)
+from vocabulary.agent import HISTORY  # noqa: F401 - the declared history format `driftlab check` validates
 
 OTHER_FAMILIES = ("revalidation", "isolation", "resume")
 

@@ -37,6 +37,7 @@ from typing import Any
 from vocabulary import CheckResult, History, Operation, Verdict, Witness
 from vocabulary.resume import (CALLS, CHECKPOINT, CO, CONSUME, CV, EFFECT, EO, FAMILY, FD, FORK, LIVENESS, MEMO,
                                NODE_RUN, PC, RD, RECOVER, REFUSED, RESUME, TRACE, GraphSpec)
+from vocabulary.resume import HISTORY  # noqa: F401 - the declared history format `driftlab check` validates
 
 
 @dataclass
