@@ -543,6 +543,7 @@ def test_a_second_run_into_a_held_folder_is_refused_and_a_killed_run_does_not_bl
     while time.monotonic() < deadline and not (out / "run.json").exists():
         time.sleep(0.02)
     assert (out / "run.json").exists(), "the first run started"
+    os.killpg(first.pid, signal.SIGSTOP)  # it holds the folder (and its lock) however fast its cells would run
     second = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
     assert "another driftlab run" in second.stderr and str(first.pid) in second.stderr
