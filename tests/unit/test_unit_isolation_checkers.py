@@ -110,6 +110,9 @@ def test_merge_skew_counts_the_parent_and_inherited_bindings():
     assert verdicts(rows)[MERGE_SKEW] is Verdict.INVALID
     ok = rows[:3] + [res("F2", "model:embed", 1), merge("T1", "F1", "F2")]
     assert verdicts(ok)[MERGE_SKEW] is Verdict.VALID
+    # the clash is with a binding only the branch inherited: T1 moved on to index@2 after forking F1 at index@1
+    moved = [res("T1", "index:docs", 1), spawn("T1", "F1", "fork"), res("T1", "index:docs", 2), merge("T1", "F1")]
+    assert verdicts(moved, {**META, "versions": {"index:docs": [1, 2]}})[MERGE_SKEW] is Verdict.INVALID
 
 
 def test_no_admissible_extension_cases():

@@ -148,6 +148,6 @@ def test_verdicts_by_group_keeps_the_worst_per_group():
     h = history("revalidation", rows)
     got = {g: v.verdict for g, v in verdicts_by_group(h).items()}
     assert got == {1: Verdict.UNKNOWN, 2: Verdict.VALID, 3: Verdict.INVALID}
-    both = verdicts_by_group(history("revalidation", pair(OK, FAIL, group=1) + [release(INDET, "KEEP", "KEEP", True)]),
-                             [PAIR, AGREE])
-    assert both[1].verdict is Verdict.UNKNOWN
+    h = history("revalidation", pair(OK, FAIL, group=1) + [release(INDET, "KEEP", "KEEP", True)])
+    for order in ([PAIR, AGREE], [AGREE, PAIR]):  # neither the first nor the last verdict: the worst
+        assert verdicts_by_group(h, order)[1].verdict is Verdict.UNKNOWN

@@ -188,8 +188,9 @@ def concurrency_records() -> pd.DataFrame:
         for rep in range(2):
             rows.append({"runtime": runtime, "backend": "postgres", "k": 4, "jitter_ms": 25.0, "effects_fired": fired,
                          "served": served, "refused": 4 - served, "indeterminate": 0, "repetition": rep})
-    rows.append({"runtime": "langgraph", "backend": "postgres", "k": 2, "jitter_ms": 25.0, "effects_fired": 2,
-                 "served": 2, "refused": 0, "indeterminate": 0, "repetition": 0})
+    for k in (2, 3):
+        rows.append({"runtime": "langgraph", "backend": "postgres", "k": k, "jitter_ms": 25.0, "effects_fired": k,
+                     "served": k, "refused": 0, "indeterminate": 0, "repetition": 0})
     return pd.DataFrame(rows)
 
 
@@ -217,7 +218,7 @@ def test_concurrency_report_sets_published_saturation_beside_its_own_cell():
         expect = published.get((backend, int(k), float(c.split()[0])), ref["default_saturation"])
         assert paper == f"{expect:.3g}", (r, c)
     assert lg.paper[("postgres k=4", "25 ms")] == "0.95" and lg.cells[("postgres k=4", "25 ms")] == "1"
-    assert lg.paper[("postgres k=2", "25 ms")] == "0.95"
+    assert lg.paper[("postgres k=2", "25 ms")] == "0.95" and lg.paper[("postgres k=3", "25 ms")] == "0.933"
     assert not mats["sequencer"].paper and not mats["naive"].paper
     lg_row = next(r for r in section.rows if r["metric"] == "langgraph: cells with saturation 1.0")
     assert lg_row["paper"].startswith(f"{ref['cells_saturated']} of {ref['cells']}")
