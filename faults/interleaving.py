@@ -1,6 +1,6 @@
 """The literal-interleaving language, Hermitage-style: steps tagged with their actor, expected results inline.
 
-Pure data, no I/O: a family declares its interleavings with these (``faults/races.py``
+Pure data, no I/O: a family declares its interleavings with these (``faults/revalidation/races.py``
 for the revalidation race pairs) and ``runners/interleaving.py`` executes them
 against real actor processes.  A :class:`Step` must return before the next
 starts; a :class:`Together` group is started at one instant; a step expected

@@ -17,14 +17,6 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-REVALIDATION: dict[str, str] = {
-    "NoCheck": "mechanisms.nocheck:NoCheck",
-    "VersionAbort": "mechanisms.version_abort:VersionAbort",
-    "FullScan": "mechanisms.full_scan:FullScan",
-    "ATR": "mechanisms.atr:ATR",
-}
-
-
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -33,10 +25,20 @@ class Family:
     protocol: str  # the protocol in one line, for messages and `driftlab list`
 
 
+def _registry(package: str) -> dict[str, str]:
+    """The ``REGISTRY`` (name -> ``module:Class``) of one family's mechanism package."""
+    return importlib.import_module(package).REGISTRY
+
+
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("revalidation", REVALIDATION, ("validate",), "validate(txn, store) -> Validation"),
-    Family("resume", __import__("mechanisms.resume", fromlist=["RUNTIMES"]).RUNTIMES, ("start", "resume", "fork", "recover", "checkpoints", "state"), "DurableRuntime(backend, graph, hooks): start/resume/fork/recover/checkpoints/state -> Status (mechanisms/resume/base.py)"),
-    Family("isolation", __import__("mechanisms.isolation", fromlist=["REGISTRY"]).REGISTRY, ("begin", "resolve", "inherit", "admit_merge"), "begin(registry), resolve(manifest, identity, registry), inherit(manifest, relation), admit_merge(parent, branches, registry) (mechanisms/isolation/base.py)"),
+    Family("revalidation", _registry("mechanisms.revalidation"), ("validate",),
+           "validate(txn, store) -> Validation (mechanisms/revalidation/base.py)"),
+    Family("isolation", _registry("mechanisms.isolation"), ("begin", "resolve", "inherit", "admit_merge"),
+           "begin(registry), resolve(manifest, identity, registry), inherit(manifest, relation), "
+           "admit_merge(parent, branches, registry) (mechanisms/isolation/base.py)"),
+    Family("resume", _registry("mechanisms.resume"), ("start", "resume", "fork", "recover", "checkpoints", "state"),
+           "DurableRuntime(backend, graph, hooks): start/resume/fork/recover/checkpoints/state -> Status "
+           "(mechanisms/resume/base.py)"),
 )}
 
 

@@ -1,6 +1,6 @@
 """Databases a cell owns: a SQLite file in the run's scratch folder, or a PostgreSQL schema of its own.
 
-Models no domain: a family's store (e.g. :mod:`runners.race_store`) creates
+Models no domain: a family's store (e.g. :mod:`runners.revalidation.race_store`) creates
 its own tables inside what this module hands out.
 
 **PostgreSQL.**  The server is the one at ``DRIFTLAB_POSTGRES_DSN`` (default

@@ -31,7 +31,9 @@ def run_benchmark(name: str, bench_file: Path, args: Sequence[str], run_dir: Pat
         stale.unlink(missing_ok=True)
     tmp = (out_dir / f".{name}.{os.getpid()}.json.tmp").resolve()
     with tempfile.TemporaryDirectory(prefix=f"{name}_", dir=scratch) as work:
-        command = [*PYTHON, "-m", "pytest", str(bench_file), "-q", "-p", "no:cacheprovider", f"--benchmark-json={tmp}",
+        # a benchmark is timed alone: no xdist (which disables pytest-benchmark), no test time limit
+        command = [*PYTHON, "-m", "pytest", str(bench_file), "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                   "-p", "no:timeout", f"--benchmark-json={tmp}",
                    f"--benchmark-storage=file://{work}/.benchmarks", *args]
         full_env = child_env(**dict(env or {}))
         full_env.update(TMPDIR=work, TEMP=work, TMP=work)

@@ -22,12 +22,10 @@ from pathlib import Path
 from typing import Iterator
 
 from runners.backends import check_postgres, postgres_dsn
-from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, compute
 
 
 def _on_worker(experiment: Experiment, cell: Cell, options: Options) -> tuple[Cell, "CellOutput | str"]:
-    from runners.execute import compute
-
     scratch = Path(tempfile.mkdtemp(prefix="driftlab-cell-"))
     try:  # the worker's own scratch folder: the client's run folder may not exist on this machine
         return compute(experiment, cell, replace(options, run_dir=scratch))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from runners.experiment import Cell, CellOutput, Experiment, Options
+from runners.experiment import Cell, CellOutput, Experiment, Options, compute
 from vocabulary import History, history_to_jsonl
 
 RECORDS = "records"
@@ -64,16 +64,6 @@ def write_cell(run_dir: Path, cell: Cell, output: "dict[str, list] | CellOutput"
 
 class CellFailed(Exception):
     """A cell raised: reported as one line naming the experiment, the cell and the error (exit 2)."""
-
-
-def compute(experiment: Experiment, cell: Cell, options: Options) -> tuple[Cell, "CellOutput | str"]:
-    """Run one cell where it is (a pool worker, a Dask worker); an error comes back as its one-line text."""
-    try:
-        output = experiment.run_cell(cell, options)
-        return cell, output if isinstance(output, CellOutput) else CellOutput(output)
-    except Exception as exc:  # noqa: BLE001 - any failure of a cell (a plug-in's bug included) is reported, not raised
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        return cell, f"{type(exc).__name__}" + (f": {text}" if text else "")
 
 
 def _work(args: tuple) -> tuple[Cell, "CellOutput | str"]:

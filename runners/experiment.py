@@ -164,6 +164,16 @@ class Experiment:
         """Raise DriftlabError for bad options before anything is written."""
 
 
+def compute(experiment: Experiment, cell: Cell, options: Options) -> tuple[Cell, "CellOutput | str"]:
+    """Run one cell where it is (a pool worker, a Dask worker); an error comes back as its one-line text."""
+    try:
+        output = experiment.run_cell(cell, options)
+        return cell, output if isinstance(output, CellOutput) else CellOutput(output)
+    except Exception as exc:  # noqa: BLE001 - any failure of a cell (a plug-in's bug included) is reported, not raised
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        return cell, f"{type(exc).__name__}" + (f": {text}" if text else "")
+
+
 def lazy(dotted: str):
     """``module:function`` called on first use, so that running cells never imports pandas' plotting stack."""
     module, _, attr = dotted.partition(":")
@@ -177,7 +187,12 @@ def lazy(dotted: str):
 
 
 def artifact(name: str, figure: bool = True) -> Artifact:
-    """The artifact ``name`` declared by convention: ``analysis/<name>.py`` (table, report) and, if ``figure``,
-    ``figures/<name>.py`` (draw); imported on first use, so cells never load the plotting stack."""
-    return Artifact(name, table=lazy(f"analysis.{name}:table"), report=lazy(f"analysis.{name}:report"),
-                    draw=lazy(f"figures.{name}:draw") if figure else None)
+    """The artifact ``<family>_<table>`` declared by convention: ``analysis/<family>/<table>.py`` (table, report)
+    and, if ``figure``, ``figures/<family>/<table>.py`` (draw); imported on first use, so cells never load the
+    plotting stack."""
+    family, sep, table = name.partition("_")
+    if not sep or not table:
+        raise ValueError(f"artifact {name!r}: name it <family>_<table>")
+    return Artifact(name, table=lazy(f"analysis.{family}.{table}:table"),
+                    report=lazy(f"analysis.{family}.{table}:report"),
+                    draw=lazy(f"figures.{family}.{table}:draw") if figure else None)

@@ -2,7 +2,7 @@
 
 Models no domain.  An interleaving is a list of steps, each tagged with the
 actor that performs it (one process, one connection) and the result expected
-*inline*; a family writes its own (``faults/races.py`` for the revalidation
+*inline*; a family writes its own (``faults/revalidation/races.py`` for the revalidation
 race pairs) and supplies a :class:`Domain`: how to start an actor, what
 fresh state a run starts from, what the audit read finds afterwards, and
 which status each answer gets in the history.

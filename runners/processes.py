@@ -37,6 +37,7 @@ collects every exited child of this process without blocking.
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import multiprocessing
@@ -51,11 +52,40 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, TextIO
 
 __all__ = [
     "ActorProcess", "Answer", "Barrier", "StepServer", "StepFailed", "dotted", "fork_call", "kill", "reap", "resolve_step",
-    "serve_json_lines", "serve_steps", "spin_until", "start_instant", "child_env", "PYTHON",
+    "serve_json_lines", "serve_steps", "spin_until", "start_instant", "child_env", "PYTHON", "die_with_parent", "read_line",
 ]
 
 #: Default lead of :func:`start_instant`: long enough for k requests to reach their actors.
 LEAD_NS = 1_000_000
+
+
+# ------------------------------------------------------------------ children that die with their parent
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """In a forked child: have the kernel SIGKILL us when our parent dies (Linux); exit if it already has."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the parent's own cleanup is all there is
+        pass
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def read_line(fd: int, timeout: float) -> bytes:
+    """One line from ``fd`` within ``timeout`` seconds; ends with ``T`` if it timed out, shorter if the writer closed."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while not buf.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return buf + b"T"  # timed out
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return buf
+        buf += chunk
+    return buf
 
 
 # ------------------------------------------------------------------ naming steps

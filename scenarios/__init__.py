@@ -27,9 +27,9 @@ class ScenarioError(ValueError):
 
 #: family -> (parser "module:function" taking (path, raw TOML dict) and returning an object with .name, built-in folder)
 PARSERS: dict[str, tuple[str, Path]] = {
-    "revalidation": ("scenarios.workload:parse_scenario", HERE / "workloads"),
-    "resume": ("scenarios.resume:parse_scenario", HERE / "resume"),
-    "isolation": ("scenarios.isolation:parse_scenario", HERE / "isolation"),
+    "revalidation": ("scenarios.revalidation.workload:parse_scenario", HERE / "revalidation" / "workloads"),
+    "resume": ("scenarios.resume.loader:parse_scenario", HERE / "resume"),
+    "isolation": ("scenarios.isolation.loader:parse_scenario", HERE / "isolation"),
 }
 
 

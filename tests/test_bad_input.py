@@ -21,7 +21,7 @@ import pytest
 from runners.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
-REFUND = (REPO / "scenarios" / "workloads" / "refund.toml").read_text()
+REFUND = (REPO / "scenarios" / "revalidation" / "workloads" / "refund.toml").read_text()
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -159,7 +159,7 @@ def test_a_mechanism_failing_mid_run_is_one_line_naming_it_and_keeps_finished_ce
     """Planted bug: a plug-in whose validate raises on one workload only; the cells of the others must survive."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
-    plugin(tmp_path, "from mechanisms.atr import ATR\n"
+    plugin(tmp_path, "from mechanisms.revalidation.atr import ATR\n"
                      "class Flaky(ATR):\n"
                      "    def validate(self, txn, store):\n"
                      "        if txn.intent.action == 'issue_refund':\n"

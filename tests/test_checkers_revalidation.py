@@ -1,7 +1,7 @@
 """The revalidation checkers on planted histories: a double commit, an indeterminate commit, a clean pair.
 
 Histories are written as JSON Lines (the stored format, as a user's runtime
-would write it) and judged by ``analysis.checkers.revalidation``; nothing
+would write it) and judged by ``analysis.revalidation.checkers``; nothing
 runs a database here.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from analysis.checkers.revalidation import CHECKERS, OneCommitPerPair, RuleHoldsAtCommit
+from analysis.revalidation.checkers import CHECKERS, OneCommitPerPair, RuleHoldsAtCommit
 from vocabulary import Composite, Verdict, history_from_jsonl
 
 SETUP = {"amount": 80, "refund_limit": 100, "refunds_enabled": 1, "refunds": 0}

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from analysis.checkers import checkers
-from analysis.checkers.isolation import CHECKERS, no_admissible_extension
+from analysis.isolation.checkers import CHECKERS, no_admissible_extension
 from mechanisms import resolve
-from runners.isolation_runtime import judge, run_scenario
+from runners.isolation.workflow_runtime import judge, run_scenario
 from scenarios import load_scenarios
 from vocabulary import History, Operation, Verdict, history_from_jsonl, history_to_jsonl
 from vocabulary.isolation import ANOMALIES, COMPATIBILITY_SKEW, CONTEXT_ESCAPE, MERGE_SKEW, READ_SKEW, Contract

@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 
 from runners.experiment import DriftlabError, Options
-from runners.experiments.isolation_contract_omission import IsolationContractOmission
-from runners.experiments.isolation_levels import IsolationLevels
-from runners.experiments.isolation_microbench import IsolationMicrobench
-from runners.experiments.isolation_retrieval import IsolationRetrieval
-from runners.experiments.isolation_runtimes import IsolationRuntimes
-from runners.experiments.isolation_undeclared import IsolationUndeclared
+from runners.isolation.contract_omission import IsolationContractOmission
+from runners.isolation.levels import IsolationLevels
+from runners.isolation.microbench import IsolationMicrobench
+from runners.isolation.retrieval import IsolationRetrieval
+from runners.isolation.runtimes import IsolationRuntimes
+from runners.isolation.undeclared import IsolationUndeclared
 from vocabulary import TIMING_COLUMNS
 
 TIMINGS = set(TIMING_COLUMNS) | {"overhead_us", "resolve_us", "p50_us", "p95_us", "mean_us"}

@@ -11,10 +11,10 @@ from hypothesis import given, settings, strategies as st
 
 from mechanisms import MechanismError, resolve
 from mechanisms.isolation.merge import validate_delta, validate_union
-from runners.isolation_runtime import Runtime, judge, run_scenario
+from runners.isolation.workflow_runtime import Runtime, judge, run_scenario
 from scenarios import load_scenarios
 from vocabulary import Verdict
-from vocabulary.isolation import (ANOMALIES, COMPATIBILITY_SKEW, CONTEXT_ESCAPE, MERGE_SKEW, READ_SKEW, Contract,
+from vocabulary.isolation import (COMPATIBILITY_SKEW, CONTEXT_ESCAPE, MERGE_SKEW, READ_SKEW, Contract,
                                   Contracts, Manifest, Registry, all_combinations)
 
 SCENARIOS = load_scenarios((), family="isolation")["isolation"]

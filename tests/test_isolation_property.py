@@ -16,7 +16,7 @@ import pytest
 from hypothesis import Phase, find, given, settings, strategies as st
 
 from mechanisms import resolve
-from runners.isolation_runtime import Runtime, history_meta, judge, to_history
+from runners.isolation.workflow_runtime import Runtime, history_meta, judge, to_history
 from vocabulary import Verdict
 from vocabulary.isolation import ANOMALIES, Contract, Contracts, Registry
 

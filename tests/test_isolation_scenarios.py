@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from scenarios import ScenarioError, load_scenarios
-from scenarios.isolation import parse_scenario
+from scenarios.isolation.loader import parse_scenario
 
 GOOD = {"family": "isolation", "name": "x", "contracts": ["index:docs@1 requires model:embed@1"],
         "steps": ["T1 start", "T1 resolve model:embed", "deploy model:embed@2", "T1 child C", "C resolve model:embed"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.langgraph_findings import findings, guard_summary, note, overhead_ratios
+from analysis.resume.langgraph_findings import findings, guard_summary, note, overhead_ratios
 
 FAULT_COLUMNS = ["runtime", "cell", "crash_point", "operation", "property", "verdict", "effects_fired",
                  "effects_expected", "witness"]

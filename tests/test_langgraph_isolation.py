@@ -6,9 +6,9 @@ import pytest
 pytest.importorskip("langgraph")
 
 from mechanisms import resolve  # noqa: E402
-from runners.experiments.isolation_runtimes import LANGGRAPH_ROWS  # noqa: E402
-from runners.isolation_langgraph import LangGraphRuntime, run_scenario_langgraph  # noqa: E402
-from runners.isolation_runtime import judge, run_scenario, verdict_word  # noqa: E402
+from runners.isolation.runtimes import LANGGRAPH_ROWS  # noqa: E402
+from runners.isolation.langgraph_runtime import LangGraphRuntime, run_scenario_langgraph  # noqa: E402
+from runners.isolation.workflow_runtime import judge, run_scenario, verdict_word  # noqa: E402
 from scenarios import load_scenarios  # noqa: E402
 from vocabulary.isolation import Manifest  # noqa: E402
 
@@ -55,7 +55,7 @@ def test_ssi_prevention_rests_on_the_checkpointed_manifest():
         rt.run(SCENARIOS["fixed_schedule"].steps)
     finally:
         rt.close()
-    from runners.isolation_runtime import history_meta, to_history
+    from runners.isolation.workflow_runtime import history_meta, to_history
 
     h = to_history(rt.ops, history_meta(reg, SCENARIOS["fixed_schedule"].contracts))
     assert verdicts(h)["semantic_read_skew"] == "occurs"

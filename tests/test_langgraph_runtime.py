@@ -1,7 +1,7 @@
 """Real LangGraph behind the resume family's harness: a slice of the fault matrix and of the concurrency grid.
 
 Every crash is a real SIGKILL of a forked child running the graph, every
-recovery a new process (runners/resume_procs.py), the verdicts come from the
+recovery a new process (runners/resume/procs.py), the verdicts come from the
 family's checkers.  Each test names the planted bug it catches.
 """
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 pytest.importorskip("langgraph")
 
 from mechanisms import resolve  # noqa: E402
-from mechanisms.resume import DEFAULT_RUNTIMES, RUNTIMES  # noqa: E402
+from mechanisms.resume import DEFAULT_RUNTIMES, REGISTRY  # noqa: E402
 from mechanisms.resume.base import DurableRuntime  # noqa: E402
 from mechanisms.resume.langgraph_runtime import LangGraphGuardRuntime, LangGraphRuntime  # noqa: E402
-from runners import resume_common as rc  # noqa: E402
+from runners.resume import common as rc  # noqa: E402
 from runners.experiment import Options  # noqa: E402
-from runners.experiments.resume_concurrency import race_cell  # noqa: E402
+from runners.resume.concurrency import race_cell  # noqa: E402
 from vocabulary.resume import DEFAULT_GRAPH, Backend  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def test_registered_as_default_rows():
     """Both runtimes are rows of the three process artifacts by default (planted bug: a registry line that names a
     class the module does not define, or a variant whose class name does not match its registered name)."""
     assert {"langgraph", "langgraph+guard"} <= set(DEFAULT_RUNTIMES)
-    for name in RUNTIMES:
+    for name in REGISTRY:
         if name.startswith("langgraph"):
             assert resolve(name, "resume").name == name
 
@@ -125,7 +125,7 @@ def test_concurrent_resumers(backend, request):
 
 
 # ---------------------------------------------------------------------------------------------- every variant
-@pytest.mark.parametrize("name", sorted(n for n in RUNTIMES if n.startswith("langgraph")))
+@pytest.mark.parametrize("name", sorted(n for n in REGISTRY if n.startswith("langgraph")))
 def test_every_variant_runs_the_graph(name, tmp_path):
     """Each registered variant (sync/async saver, every durability mode, TypedDict/dataclass/pydantic state) parks,
     resumes to the declared end state, forks by checkpoint id, and (guarded) refuses a second resume.

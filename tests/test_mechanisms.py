@@ -11,21 +11,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mechanisms import MechanismError, resolve
-from mechanisms.atr import ATR
-from mechanisms.full_scan import FullScan
-from mechanisms.nocheck import NoCheck
-from mechanisms.version_abort import VersionAbort
-from analysis import revalidation_outcomes
-from analysis.revalidation_counting import classify
-from runners.agent import decide, release
+from mechanisms.revalidation.atr import ATR
+from mechanisms.revalidation.full_scan import FullScan
+from mechanisms.revalidation.nocheck import NoCheck
+from mechanisms.revalidation.version_abort import VersionAbort
+from analysis.revalidation import outcomes as revalidation_outcomes
+from analysis.revalidation.counting import classify
+from runners.revalidation.agent import decide, release
 from runners.experiment import Options
-from runners.agent import run_schedule
-from runners.experiments.revalidation_outcomes import RevalidationOutcomes
-from runners.stores import MemoryStore
-from scenarios.oracle import DOMINANCE, Reference, prelude_class, reference_of
-from scenarios.rules import compile_rule, parse_rule
-from scenarios.schedules import load_schedules
-from scenarios.workload import load_workloads
+from runners.revalidation.agent import run_schedule
+from runners.revalidation.outcomes import RevalidationOutcomes
+from runners.revalidation.stores import MemoryStore
+from scenarios.revalidation.oracle import DOMINANCE, Reference, prelude_class, reference_of
+from scenarios.revalidation.rules import compile_rule, parse_rule
+from scenarios.revalidation.schedules import load_schedules
+from scenarios.revalidation.workload import load_workloads
 from vocabulary.revalidation import (MUTATION_CLASSES, AgentTransaction, Outcome, Premise, Validation, dominant,
                                      reverse_index)
 
@@ -95,7 +95,7 @@ def test_a_change_between_check_and_commit_is_caught_only_by_bound_tokens(mechan
 
 
 def test_a_mechanism_plugs_in_by_dotted_path():
-    assert resolve("mechanisms.atr:ATR") is ATR
+    assert resolve("mechanisms.revalidation.atr:ATR") is ATR
     assert resolve("ATR") is ATR
     with pytest.raises(MechanismError, match="unknown mechanism 'Nope'"):
         resolve("Nope")

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from analysis.records import load_records
 from vocabulary import TIMING_COLUMNS

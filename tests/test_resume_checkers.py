@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 
 import scenarios
-from analysis.checkers.resume import CHECKERS, check_all
-from analysis.resume_independence import paper_cells
-from mechanisms.resume import RUNTIMES
+from analysis.resume.checkers import CHECKERS, check_all
+from analysis.resume.independence import paper_cells
+from mechanisms.resume import REGISTRY
 from mechanisms.resume.sequencer import Sequencer
-from runners.resume_cells import Recorder, finish, play, setup_backend
-from runners.resume_procs import InProcessExecutor
-from scenarios.resume import by_kind, cell_graph
+from runners.resume.cells import Recorder, finish, play, setup_backend
+from runners.resume.procs import InProcessExecutor
+from scenarios.resume.loader import by_kind, cell_graph
 from vocabulary import History, Operation, Verdict
 from vocabulary.resume import DEFAULT_GRAPH, PROPERTIES, REFUSED, Backend, Status
 
@@ -109,4 +109,4 @@ def test_eo_and_cv_on_literal_histories():
 
 def test_faulted_variants_are_registered():
     assert {f"sequencer+{s}" for s in ("replay", "fork_ignore", "invalid_persist", "nondet_recovery",
-                                        "double_consume", "prefix_replay", "state_rebuild")} <= set(RUNTIMES)
+                                        "double_consume", "prefix_replay", "state_rebuild")} <= set(REGISTRY)

@@ -21,8 +21,8 @@ from mechanisms.resume.sequencer import Sequencer
 SCRIPT = textwrap.dedent("""
     import sys, tempfile, threading, time
     from vocabulary.resume import Backend, DEFAULT_GRAPH
-    from runners.resume_cells import setup_backend
-    from runners.resume_procs import ForkedExecutor, RacerPool
+    from runners.resume.cells import setup_backend
+    from runners.resume.procs import ForkedExecutor, RacerPool
     d = tempfile.mkdtemp(dir=sys.argv[1]); b = Backend("sqlite", d, "t")
     setup_backend("sequencer", b, DEFAULT_GRAPH)
     pool = RacerPool(4, "sequencer", b, DEFAULT_GRAPH)

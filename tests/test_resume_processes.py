@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 
 import scenarios
-from analysis.checkers.resume import check_all
+from analysis.resume.checkers import check_all
 from runners.experiment import Options
-from runners.experiments.resume_concurrency import race_cell
-from runners.resume_cells import Recorder, finish, play, setup_backend
-from runners.resume_procs import ForkedExecutor
-from scenarios.resume import by_kind, cell_graph
+from runners.resume.concurrency import race_cell
+from runners.resume.cells import Recorder, finish, play, setup_backend
+from runners.resume.procs import ForkedExecutor
+from scenarios.resume.loader import by_kind, cell_graph
 from vocabulary.resume import Backend
 
 SCEN = scenarios.load_scenarios(family="resume")["resume"]

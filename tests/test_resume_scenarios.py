@@ -9,17 +9,16 @@ with the same seed.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import scenarios
-from analysis import resume_concurrency, resume_faults, resume_independence, resume_profile
+from analysis.resume import concurrency as resume_concurrency, faults as resume_faults, independence as resume_independence, profile as resume_profile
 from runners.experiment import Options
-from runners.experiments.resume_faults import ResumeFaults
+from runners.resume.faults import ResumeFaults
 from scenarios import ScenarioError
-from scenarios.resume import by_kind, cell_graph, expected_effects
+from scenarios.resume.loader import by_kind, cell_graph, expected_effects
 
 SCEN = scenarios.load_scenarios(family="resume")["resume"]
 

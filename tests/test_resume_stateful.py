@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from analysis.checkers.resume import check_all
-from runners.resume_cells import Recorder, finish, setup_backend
-from runners.resume_procs import InProcessExecutor
+from analysis.resume.checkers import check_all
+from runners.resume.cells import Recorder, finish, setup_backend
+from runners.resume.procs import InProcessExecutor
 from vocabulary.resume import DEFAULT_GRAPH, PARKED, Backend
 
 CRASHES = [("before_node", "prepare"), ("after_effect", "prepare"), ("after_node_before_checkpoint", "prepare"),

@@ -14,11 +14,11 @@ from contextlib import closing
 import pandas as pd
 import pytest
 
-from analysis import revalidation_durable as analysis
+from analysis.revalidation import durable as analysis
 from runners.experiment import Options
-from runners.experiments.revalidation_durable import WORKLOADS, RevalidationDurable, Workspace
-from runners.sqlite_store import SqliteStore
-from scenarios.workload import load_workloads
+from runners.revalidation.durable import WORKLOADS, RevalidationDurable, Workspace
+from runners.revalidation.sqlite_store import SqliteStore
+from scenarios.revalidation.workload import load_workloads
 from vocabulary.revalidation import MUTATION_CLASSES
 
 STATE = {"order.amount": 80, "order.refunded": False, "policy.refund_limit": 100}
@@ -99,7 +99,7 @@ def test_two_processes_committing_the_same_token_exactly_one_wins(tmp_path):
 
 
 def test_same_api_as_memory_store(tmp_path):
-    from runners.stores import MemoryStore
+    from runners.revalidation.stores import MemoryStore
 
     mem, sql = MemoryStore(STATE), SqliteStore.create(tmp_path / "b.db", STATE)
     with closing(sql):
@@ -209,7 +209,7 @@ def test_the_oracle_agreement_checker_judges_every_execution(records):
 
 def test_a_step_whose_process_dies_is_indeterminate_and_its_execution_unknown(tmp_path):
     """Planted bug caught: a dead release step aborting the cell, or being counted as a valid execution."""
-    from analysis.checkers.revalidation import OracleAgreement
+    from analysis.revalidation.checkers import OracleAgreement
     from runners.experiment import Cell
     from vocabulary import Verdict
 

@@ -5,13 +5,13 @@ import pandas as pd
 import pytest
 
 from analysis.records import load_records
-from analysis.revalidation_counting import classify
-from analysis.revalidation_omission import report, table, totals
-from faults.omission import LINKINGS, DependencyOmission, critical_edges, drop
+from analysis.revalidation.counting import classify
+from analysis.revalidation.omission import report, table, totals
+from faults.revalidation.omission import LINKINGS, DependencyOmission, critical_edges, drop
 from runners.cli import main
 from runners.experiment import Options
-from runners.experiments.revalidation_omission import RevalidationOmission
-from scenarios.workload import load_workloads
+from runners.revalidation.omission import RevalidationOmission
+from scenarios.revalidation.workload import load_workloads
 from vocabulary.revalidation import Change
 
 EXPERIMENT = RevalidationOmission()
@@ -24,7 +24,7 @@ def run(rate: float, repetitions: int = 4, mechanisms: tuple[str, ...] | None = 
     frames = [pd.DataFrame(EXPERIMENT.run_cell(cell, options)).assign(**cell.p)
               for cell in EXPERIMENT.cells("quick", seed, options)]
     records = pd.concat(frames, ignore_index=True)
-    assert "false_allow" not in records  # one definition, in analysis/revalidation_counting.py
+    assert "false_allow" not in records  # one definition, in analysis/revalidation/counting.py
     return records.assign(false_allow=classify(records)["false_allow"])
 
 

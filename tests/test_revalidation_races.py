@@ -1,6 +1,6 @@
 """Race pairs and cross-resource histories on real SQLite and PostgreSQL (ATR paper §5, "Races").
 
-Every test runs the literal interleavings of ``faults/races.py`` through the
+Every test runs the literal interleavings of ``faults/revalidation/races.py`` through the
 interpreter: actor processes with their own connections, the database
 deciding.  The ``unchecked`` binding (the token ignored) shows the pair
 assertion can fail; a deliberately wrong inline expectation shows the
@@ -18,16 +18,16 @@ import pandas as pd
 import psutil
 import pytest
 
-from analysis.checkers.revalidation import verdicts_by_group
-from analysis.revalidation_races import report, table
-from faults.races import (CROSS_RESOURCE, HISTORIES, POLICY_CHANGE_IN_FLIGHT, RACE_PAIR, Step, by_binding,
+from analysis.revalidation.checkers import verdicts_by_group
+from analysis.revalidation.races import report, table
+from faults.revalidation.races import (CROSS_RESOURCE, HISTORIES, POLICY_CHANGE_IN_FLIGHT, RACE_PAIR, Step, by_binding,
                           expected_commits)
 from runners import backends, processes
 from runners.experiment import CellOutput, Options
-from runners.experiments.revalidation_races import RevalidationRaces, timing
+from runners.revalidation.races import RevalidationRaces, timing
 from runners.interleaving import Interpreter
-from runners.race_actor import RaceDomain
-from runners.race_store import SCHEMA_PREFIX, drop_orphans, open_store, schema_name
+from runners.revalidation.race_actor import RaceDomain
+from runners.revalidation.race_store import SCHEMA_PREFIX, drop_orphans, open_store, schema_name
 from vocabulary import INDETERMINATE, History, Verdict, history_from_jsonl, history_to_jsonl
 
 

@@ -13,16 +13,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import revalidation_scaling as analysis
+from analysis.revalidation import scaling as analysis
 from analysis.records import load_records
 from analysis.reference import paper_value
 from analysis.stats import median_ci
-from mechanisms.atr import ATR
-from mechanisms.full_scan import FullScan
+from mechanisms.revalidation.atr import ATR
+from mechanisms.revalidation.full_scan import FullScan
 from runners.cli import main
-from runners.experiments.revalidation_scaling import (FLOOR, UNRELATED, Floor, fresh_copy,
+from runners.revalidation.scaling import (FLOOR, UNRELATED, Floor, fresh_copy,
                                                      scaled_transaction, work)
-from scenarios.workload import load_workloads
+from scenarios.revalidation.workload import load_workloads
 
 
 @pytest.fixture(scope="module")

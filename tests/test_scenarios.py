@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenarios.oracle import DOMINANCE, holds, prelude_class, reference_of
-from scenarios.rules import RuleError, check_types, compile_rule, parse_rule, type_of
-from scenarios.workload import BUILTIN_DIR, ScenarioError, load_workloads, parse_scenario, parse_workload
+from scenarios.revalidation.oracle import DOMINANCE, holds, prelude_class, reference_of
+from scenarios.revalidation.rules import RuleError, check_types, compile_rule, parse_rule, type_of
+from scenarios.revalidation.workload import BUILTIN_DIR, ScenarioError, load_workloads, parse_scenario, parse_workload
 from vocabulary.revalidation import MUTATION_CLASSES, Outcome
 
 DATA = Path(__file__).parent / "data"

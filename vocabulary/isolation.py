@@ -5,7 +5,7 @@ Durable AI Workflows", arXiv 2608.05412) treats a **deployment** -- a new
 version of a prompt, model, index, policy or tool published behind its
 stable name -- as a concurrent semantic write against every active
 workflow.  The isolation modules (its scenarios, faults, mechanisms, the
-runtime in ``runners/isolation_runtime.py`` and the checkers) speak in
+runtime in ``runners/isolation/workflow_runtime.py`` and the checkers) speak in
 these names; nothing here imports another family's vocabulary.
 
 - An **identity** is ``kind:name`` with kind one of ``prompt model index
@@ -75,7 +75,7 @@ REF_RE = re.compile(r"^((?:prompt|model|index|policy|tool):[A-Za-z0-9_.\-]+)@([1
 Identity = str
 """``kind:name``, e.g. ``model:embed``."""
 
-#: The four anomalies, in the paper's order (one checker each in analysis.checkers.isolation).
+#: The four anomalies, in the paper's order (one checker each in analysis.isolation.checkers).
 READ_SKEW = "semantic_read_skew"
 COMPATIBILITY_SKEW = "compatibility_skew"
 CONTEXT_ESCAPE = "context_escape"

@@ -2,7 +2,7 @@
 
 A runtime implements :class:`mechanisms.resume.base.DurableRuntime` (start,
 resume, fork, recover, checkpoints, state over a Backend and a GraphSpec).
-A new runtime is one module plus one line in :data:`RUNTIMES`; a user's own
+A new runtime is one module plus one line in :data:`REGISTRY`; a user's own
 plugs in as ``package.module:Class``.  The experiments iterate over
 ``options.mechanisms_for("resume") or DEFAULT_RUNTIMES``; the faulted
 sequencer variants (``sequencer+<switch>``) are registered too, so that the
@@ -10,7 +10,7 @@ independence matrix and the checkers' planted-bug tests load them by name.
 """
 from __future__ import annotations
 
-RUNTIMES: dict[str, str] = {
+REGISTRY: dict[str, str] = {
     "naive": "mechanisms.resume.naive:Naive",
     "sequencer": "mechanisms.resume.sequencer:Sequencer",
     "sequencer+replay": "mechanisms.resume.faulted:Replay",
@@ -30,10 +30,10 @@ METHODS: tuple[str, ...] = ("start", "resume", "fork", "recover", "checkpoints",
 
 # ---- LangGraph (issue 9): the installed release, stock and with the consume-once guard, as runtime rows
 _LG = "mechanisms.resume.langgraph_runtime:"
-RUNTIMES["langgraph"] = _LG + "LangGraphRuntime"
-RUNTIMES["langgraph+guard"] = _LG + "LangGraphGuardRuntime"
+REGISTRY["langgraph"] = _LG + "LangGraphRuntime"
+REGISTRY["langgraph+guard"] = _LG + "LangGraphGuardRuntime"
 for _v in ("async-saver", "durability-sync", "durability-async", "durability-exit", "dataclass", "pydantic"):
     _cls = "".join(p.title() for p in _v.replace("-", "_").split("_"))
-    RUNTIMES[f"langgraph[{_v}]"] = _LG + "LangGraphRuntime" + _cls
-    RUNTIMES[f"langgraph+guard[{_v}]"] = _LG + "LangGraphGuardRuntime" + _cls
+    REGISTRY[f"langgraph[{_v}]"] = _LG + "LangGraphRuntime" + _cls
+    REGISTRY[f"langgraph+guard[{_v}]"] = _LG + "LangGraphGuardRuntime" + _cls
 DEFAULT_RUNTIMES = (*DEFAULT_RUNTIMES, "langgraph", "langgraph+guard")

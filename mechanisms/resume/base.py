@@ -4,16 +4,16 @@ Serves "Resume Means Resume" (arXiv 2608.03836): the paper states its contract
 over a persistence API (run, checkpoint, park at an interrupt, resume with a
 value, fork from a checkpoint, recover after a crash).  This module is that
 API, small enough for a real framework to sit behind it.  The lab's harness
-(``runners/resume_*.py``) drives every runtime through it, in real child
+(``runners/resume/``) drives every runtime through it, in real child
 processes that it SIGKILLs at named points, and the six property checkers
-(``analysis/checkers/resume.py``) judge what the stores hold afterwards.
+(``analysis/resume/checkers.py``) judge what the stores hold afterwards.
 
 How to implement a runtime (e.g. around LangGraph)
 ==================================================
 
 Subclass :class:`DurableRuntime`; set ``name`` (and ``backends`` if you do
 not support both SQLite and PostgreSQL, ``points`` if you cannot stop at every
-named point).  Register it in ``mechanisms/resume/__init__.py`` RUNTIMES, or
+named point).  Register it in ``mechanisms/resume/__init__.py`` REGISTRY, or
 pass ``package.module:Class``.  The constructor signature is fixed::
 
     Runtime(backend: Backend, graph: GraphSpec, hooks: Hooks | None = None)

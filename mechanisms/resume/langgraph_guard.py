@@ -44,7 +44,7 @@ it is on the call stack of the load; the guard reads it from there
 (``langgraph.pregel._loop.PregelLoop``); it is pinned by a test
 (``tests/test_langgraph_guard.py``) that fails if a release moves the load.
 What it trades away: one claim transaction per resume (measured by
-``benchmarks/bench_langgraph_guard.py``) and nothing on ordinary steps.
+``benchmarks/resume/bench_langgraph_guard.py``) and nothing on ordinary steps.
 
 Optional schema validation (:mod:`mechanisms.resume.langgraph_schema`): pass
 ``schema=State`` (or call :meth:`validate_with`) and every checkpoint and

@@ -7,7 +7,7 @@ concurrent-resume saturation are measured, not quoted.
 
 What LangGraph does is left to LangGraph:
 
-- the graph is :func:`mechanisms.langgraph_graphs.build_graph` of the cell's
+- the graph is :func:`mechanisms.resume.langgraph_graphs.build_graph` of the cell's
   ``GraphSpec`` (one LangGraph node per node; ``interrupt`` inside the
   interrupt node); node bodies are the interface's ``run_node`` (effects in
   the family's ledger, a separate store);
@@ -58,7 +58,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 
-from mechanisms.langgraph_graphs import STATE_KINDS, build_graph, initial_input
+from mechanisms.resume.langgraph_graphs import STATE_KINDS, build_graph, initial_input
 from mechanisms.resume.base import DurableRuntime, Hooks
 from mechanisms.resume.langgraph_effects import OnceLedger
 from mechanisms.resume.langgraph_guard import GUARDED, ResumeRefused

@@ -22,7 +22,7 @@ before any node executes".  On top of the lab loop it adds:
   the claimed value — the claim is the durable record of the consumption (RD).
 
 What it trades: one extra row per resume (the claim) and one intent row per
-effect, measured against ``naive`` by ``benchmarks/bench_resume_overhead.py``.
+effect, measured against ``naive`` by ``benchmarks/resume/bench_overhead.py``.
 """
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Semantic isolation: its anomaly checkers and tables (SemIso paper, arXiv 2608.05412)."""

@@ -1,0 +1,1 @@
+"""Resume semantics: the six contract properties as checkers, its tables, the LangGraph findings (arXiv 2608.03836)."""

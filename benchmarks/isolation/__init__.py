@@ -1,0 +1,1 @@
+"""Semantic isolation benchmarks: resolution and merge validation."""

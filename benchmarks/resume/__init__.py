@@ -1,0 +1,1 @@
+"""Resume semantics benchmarks: claim + ledger overhead, LangGraph guard vs stock savers."""

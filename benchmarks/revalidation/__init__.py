@@ -1,0 +1,1 @@
+"""Decision revalidation benchmarks: controlled validation, latency vs recorded reads."""

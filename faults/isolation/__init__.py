@@ -1,0 +1,1 @@
+"""Semantic isolation faults: contract omission."""

@@ -1,0 +1,1 @@
+"""Resume semantics faults: SIGKILL at named points, k concurrent resumers."""

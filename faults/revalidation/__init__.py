@@ -1,0 +1,1 @@
+"""Decision revalidation faults: dependency omission (and conservative linking), race interleavings."""

@@ -1,0 +1,1 @@
+"""Semantic isolation figures (SemIso paper): one module per figure."""

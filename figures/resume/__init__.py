@@ -1,0 +1,1 @@
+"""Resume semantics figures (Resume Means Resume): one module per figure."""

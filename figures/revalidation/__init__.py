@@ -1,0 +1,1 @@
+"""Decision revalidation figures (ATR paper): one module per figure."""

@@ -1,0 +1,55 @@
+"""``resume_faults``: the fault matrix — every cell on every runtime, real SIGKILL, recovery in a fresh process.
+
+Serves the paper's fault matrix (arXiv 2608.03836).  Cells: runtime x fault
+cell (``scenarios/resume/cell_*.toml``) on ``options.backend``; each
+repetition gets fresh stores, plays the cell's steps for each replica in
+child processes (runners/resume/cells.py) and judges the history with the
+six property checkers plus liveness.
+"""
+from __future__ import annotations
+
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact
+from runners.resume import common as rc
+
+REPETITIONS = {"quick": 1, "paper": 3}
+
+
+class FaultCells(Experiment):
+    """Shared by the fault matrix, the independence matrix and the profile: runtime x fault cell."""
+
+    family = "resume"
+    seconds_per_execution = 0.3
+
+    def runtime_names(self, options: Options) -> list[str]:
+        return rc.runtimes(options, options.backend)
+
+    def check(self, options: Options) -> None:
+        if options.backend == "postgres" and rc.postgres_reachable():
+            raise DriftlabError(f"--backend postgres: PostgreSQL is not reachable ({rc.postgres_reachable()})")
+        rc.fault_cells(options)
+        self.runtime_names(options)
+
+    def repetitions(self, profile: str, options: Options) -> int:
+        reps = options.extra.get("repetitions") or REPETITIONS[profile]
+        if reps < 1:
+            raise DriftlabError(f"--repetitions must be at least 1, got {reps}")
+        return reps
+
+    def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
+        reps = self.repetitions(profile, options)
+        if options.backend == "postgres" and not rc.postgres_reachable():
+            rc.drop_orphan_schemas()
+        return [Cell(self.name, (("runtime", rt), ("fault_cell", c.name), ("backend", options.backend)), reps, seed)
+                for rt in self.runtime_names(options) for c in rc.fault_cells(options)]
+
+    def run_cell(self, cell: Cell, options: Options) -> CellOutput:
+        p = cell.p
+        records, history = rc.run_fault_cell(self.name, p["runtime"], p["fault_cell"], cell.repetitions, cell.seed,
+                                             options, p["backend"])
+        return CellOutput(records, history)
+
+
+class ResumeFaults(FaultCells):
+    name = "resume_faults"
+    description = "fault matrix: crash points x operations, second resumes, forks, invalid state; real SIGKILL"
+    artifacts = (artifact("resume_faults", figure=False),)

@@ -1,0 +1,1 @@
+"""Semantic isolation scenarios: deployment schedules and anomaly witnesses (TOML beside loader.py)."""

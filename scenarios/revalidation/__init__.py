@@ -1,0 +1,1 @@
+"""Decision revalidation scenarios: workloads (TOML in workloads/), the rule language, the reference oracle, the seven schedules."""
