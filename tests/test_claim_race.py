@@ -84,7 +84,7 @@ def test_concurrent_resume_on_sqlite(runtime, fired, tmp_path):
     """Bug class: a cross-process claim tested only on PostgreSQL: the k = 4 racer cell on SQLite; naive lets every
     racer run on (4 gated effects), the sequencer's claim serves one."""
     from runners.experiment import Options
-    from runners.experiments.resume_concurrency import race_cell
+    from runners.resume.concurrency import race_cell
 
     out = race_cell("t", runtime, "sqlite", 4, 0.0, 2, 1, Options(run_dir=tmp_path))
     assert out.records["effects_fired"] == [fired, fired]

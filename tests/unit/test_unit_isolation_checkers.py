@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from histories import history
 
-from analysis.checkers.isolation import CHECKERS, no_admissible_extension
+from analysis.isolation.checkers import CHECKERS, no_admissible_extension
 from mechanisms import resolve
 from vocabulary import Verdict
 from vocabulary.isolation import (COMPATIBILITY_SKEW, CONTEXT_ESCAPE, MERGE_SKEW, READ_SKEW, Contract, Contracts,

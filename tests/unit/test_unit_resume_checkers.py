@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from histories import history
 
-from analysis.checkers.resume import CHECKERS, check_all
+from analysis.resume.checkers import CHECKERS, check_all
 from vocabulary import Verdict
 from vocabulary.resume import CO, DEFAULT_GRAPH, EO, LIVENESS, PC
 

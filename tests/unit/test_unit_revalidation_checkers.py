@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from histories import history
 
-from analysis.checkers.revalidation import CHECKERS, verdicts_by_group
+from analysis.revalidation.checkers import CHECKERS, verdicts_by_group
 from vocabulary import Verdict
 
 PAIR, RULE, AGREE = CHECKERS["one_commit_per_pair"], CHECKERS["rule_holds_at_commit"], CHECKERS["oracle_agreement"]

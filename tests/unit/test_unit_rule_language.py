@@ -5,18 +5,23 @@ binding looser than a comparison or than ``and``, a dropped operand of a chain);
 the mechanisms and an oracle walking the same tree would agree on.  Here a rule is generated as a tree, its
 truth is computed from the tree directly (the grammar's meaning, no parser involved), and the tree is written
 as text with only the parentheses the documented precedence needs (``or`` < ``and`` < ``not`` < one
-comparison): the parser's compiled check and the oracle's own reading of the text must both give that truth.
+comparison): the parser's compiled check and the oracle's own reading of the text (Python's expression
+grammar, :func:`scenarios.revalidation.oracle.read_rule`) must both give that truth.  And with a planted
+parser bug the loader's proof fires.
 """
 from __future__ import annotations
 
 import operator
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scenarios import rules
-from scenarios.oracle import holds
+from scenarios import ScenarioError
+from scenarios.revalidation import rules
+from scenarios.revalidation.oracle import ReadingError, holds, read_rule
+from scenarios.revalidation.workload import parse_workload
 
 NUMBERS = ("a.n1", "a.n2")
 BOOLS = ("c.f1", "c.f2", "`x-y`.`in`")
@@ -110,7 +115,7 @@ def test_parser_and_oracle_agree_with_the_grammar_on_generated_rules(tree, state
     expect = truth(tree, state, observed)
     check, _ = rules.compile_rule(text, TYPES)
     assert check(state.__getitem__, observed) is expect or check(state.__getitem__, observed) == expect, text
-    assert holds(rules.parse_rule(text), state, observed) == expect, text
+    assert holds(text, state, observed) == expect, text  # the oracle reads the text on its own
 
 
 @pytest.mark.parametrize("text,state,expect", [
@@ -131,7 +136,7 @@ def test_precedence_cases(text, state, expect):
     types = {k: rules.type_of(v) for k, v in state.items()}
     check, _ = rules.compile_rule(text, types)
     assert check(state.__getitem__, state) is expect
-    assert holds(rules.parse_rule(text), state, state) is expect
+    assert holds(text, state, state) is expect
 
 
 @pytest.mark.parametrize("text", ["a.x < a.y < a.z", "a.x ==", "(a.x == 1", "a.x == 1)", "a.x = 1", "and a.x",
@@ -141,3 +146,78 @@ def test_text_the_grammar_refuses(text):
     operator dropped): the rule is an error naming the problem, never a literal."""
     with pytest.raises(rules.RuleError):
         rules.compile_rule(text, {"a.x": "number", "a.y": "number", "a.z": "number"})
+
+
+# ------------------------------------------------------------------ the loader's proof fires on a parser bug
+REFUND = Path(__file__).resolve().parents[2] / "scenarios" / "revalidation" / "workloads" / "refund.toml"
+# Equivalent to "order.refunded == false" read with the documented precedence (or < and); read with `or` binding
+# tighter it also needs the limit above 60, so the blocking variant "limit 50" makes the two readings disagree.
+MIXED = "order.refunded == false or order.amount > 1000 and policy.refund_limit > 60"
+
+
+def _or_binds_tighter(monkeypatch):
+    """The planted bug: the rule parser with `or` binding tighter than `and`."""
+    def or_(self):
+        items = [self.and_()]
+        while self.keyword("and"):
+            self.take()
+            items.append(self.and_())
+        return items[0] if len(items) == 1 else rules.And(tuple(items))
+
+    def and_(self):
+        items = [self.not_()]
+        while self.keyword("or"):
+            self.take()
+            items.append(self.not_())
+        return items[0] if len(items) == 1 else rules.Or(tuple(items))
+
+    monkeypatch.setattr(rules._Parser, "or_", or_)
+    monkeypatch.setattr(rules._Parser, "and_", and_)
+
+
+def test_the_loaders_proof_fires_on_a_parser_bug(tmp_path, monkeypatch):
+    """Bug class: a parser bug that mechanisms and oracle agree on.  The oracle reads the rule text on its own,
+    so with the planted precedence bug the loader refuses the file (the compiled check and the oracle's reading
+    disagree on the blocking variant), where before both walked the same wrong tree and the file loaded."""
+    path = tmp_path / "refund_mixed.toml"
+    path.write_text(REFUND.read_text(encoding="utf-8").replace('rule = "order.refunded == false"',
+                                                               f'rule = "{MIXED}"'), encoding="utf-8")
+    assert parse_workload(path).name == "refund"  # the correct parser: the file loads
+    _or_binds_tighter(monkeypatch)
+    with pytest.raises(ScenarioError, match=r"mutations\.blocking\.variants\[0\]: premise 'not_already_refunded': "
+                                            r"the compiled rule .* disagree on this state: a rule-parser bug"):
+        parse_workload(path)
+
+
+def test_the_oracle_reading_is_independent_of_the_parser(monkeypatch):
+    """Bug class: an oracle that reads rules through the parser it is meant to check (with the planted bug, the
+    oracle still reads the documented precedence)."""
+    _or_binds_tighter(monkeypatch)
+    state = {"c.f1": True, "c.f2": False, "c.f3": False}
+    assert holds("c.f1 or c.f2 and c.f3", state, state) is True
+    check, _ = rules.compile_rule("c.f1 or c.f2 and c.f3", {k: "bool" for k in state})
+    assert check(state.__getitem__, state) is False  # the planted bug is live in the parser
+    assert read_rule("c.f1 or c.f2 and c.f3").tree == ("or", (("field", "c.f1"), ("and", (("field", "c.f2"),
+                                                                                              ("field", "c.f3")))))
+
+
+@pytest.mark.parametrize("text,tree", [
+    ("`vendor-account`.country not in ['KP', 'IR']",
+     ("cmp", "not in", ("field", "vendor-account.country"), ("list", ("KP", "IR")))),
+    ("a.b <= -1.5e3", ("cmp", "<=", ("field", "a.b"), ("lit", -1500.0))),
+    ("unchanged(c.`in`)", ("unchanged", "c.in")),
+    ("a.s == 'it\\'s' and a.t != \"x\\ty\"", ("and", (("cmp", "==", ("field", "a.s"), ("lit", "it's")),
+                                                     ("cmp", "!=", ("field", "a.t"), ("lit", "x\ty"))))),
+    ("not a.`class` == true", ("not", ("cmp", "==", ("field", "a.class"), ("lit", True)))),
+    ("(a.x == 1) == false", ("cmp", "==", ("cmp", "==", ("field", "a.x"), ("lit", 1)), ("lit", False))),
+])
+def test_oracle_reading_of_names_literals_and_quoting(text, tree):
+    """Bug class: the oracle's own reading mis-spelling a name (backticks, keywords as names), a string escape, a
+    negative or exponent number, or a boolean literal."""
+    assert read_rule(text).tree == tree
+
+
+@pytest.mark.parametrize("text", ["a.x < a.y < a.z", "a.x + 1 == 2", "a == 1", "f(a.x)", "a.x == b"])
+def test_oracle_reading_refuses_what_is_not_a_rule(text):
+    with pytest.raises(ReadingError):
+        read_rule(text)

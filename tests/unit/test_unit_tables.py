@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-import analysis.isolation_contract_omission as contract_omission
-import analysis.resume_concurrency as concurrency
-import analysis.revalidation_omission as omission
-import analysis.revalidation_outcomes as outcomes
-import analysis.revalidation_scaling as scaling
+import analysis.isolation.contract_omission as contract_omission
+import analysis.resume.concurrency as concurrency
+import analysis.revalidation.omission as omission
+import analysis.revalidation.outcomes as outcomes
+import analysis.revalidation.scaling as scaling
 from analysis.reference import reference
 from analysis.stats import binomial_ci, expectation_interval, median_ci
 
@@ -168,7 +168,7 @@ def test_contract_omission_expectation_uses_the_contracts_that_matter_in_the_rep
 def test_contract_omission_expectation_uses_the_contracts_that_matter_in_the_figure(tmp_path, monkeypatch):
     """Bug class: an expectation formula with the wrong parameter in the figure (the dotted expectation line drawn
     with all declared contracts)."""
-    import figures.isolation_contract_omission as fig_module
+    import figures.isolation.contract_omission as fig_module
 
     drawn = {}
     monkeypatch.setattr(fig_module, "save", lambda fig, out: drawn.setdefault("fig", fig) and [])

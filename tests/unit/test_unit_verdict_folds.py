@@ -11,11 +11,11 @@ import itertools
 import pandas as pd
 import pytest
 
-import analysis.resume_faults as faults
-import analysis.revalidation_durable as durable
-import analysis.revalidation_races as races
-from analysis.resume_verdicts import HOLDS, NA, UNKNOWN, VIOLATED, by_property, fold, worst_verdict
-from runners.isolation_runtime import verdict_word
+import analysis.resume.faults as faults
+import analysis.revalidation.durable as durable
+import analysis.revalidation.races as races
+from analysis.resume.verdicts import HOLDS, NA, UNKNOWN, VIOLATED, by_property, fold, worst_verdict
+from runners.isolation.workflow_runtime import verdict_word
 from vocabulary import CheckResult, Composite, Verdict, worst
 
 V, U, I = Verdict.VALID, Verdict.UNKNOWN, Verdict.INVALID
