@@ -13,10 +13,6 @@ import pytest
 HERE = Path(__file__).parent
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "unit: the fast unit layer of the pure modules (tests/unit, run by mutmut)")
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if HERE in Path(str(item.fspath)).parents:

@@ -49,6 +49,7 @@ def test_binomial_ci_is_the_exact_95_percent_interval(k, n):
     assert binomial_ci(k, n) == pytest.approx(clopper_pearson(k, n), abs=1e-12)
     assert binomial_ci(k, n, 0.99) == pytest.approx(clopper_pearson(k, n, 0.99), abs=1e-12)
     assert all(math.isnan(x) for x in binomial_ci(0, 0))
+    assert binomial_ci(1, 1) == pytest.approx((0.025, 1.0)) and binomial_ci(0, 1) == pytest.approx((0.0, 0.975))
 
 
 def test_expectation_interval_is_central_and_scaled():
@@ -72,7 +73,7 @@ def test_median_ci_covers_at_the_level_with_the_tightest_ranks(n):
     assert (lo, hi) == ((s[j - 1], s[n - j]) if j else (s[0], s[-1]))
     if n == 7:
         assert (lo, hi) == (s[0], s[-1])  # the paper's seven repetitions: (min, max), coverage 98.4%
-    assert all(math.isnan(v) for v in median_ci([]))
+    assert len(median_ci([])) == 3 and all(math.isnan(v) for v in median_ci([]))
 
 
 # ------------------------------------------------------------------ dependency omission (revalidation)
