@@ -121,3 +121,34 @@ def test_revalidation_durable_counts_verdicts_and_a_missing_verdict_is_unknown()
     assert (total["valid"], total["unknown"], total["invalid"]) == (2, 1, 1)
     bare = durable.table(records.drop(columns="verdict")).query("cell == 'all'").iloc[0]
     assert (bare["valid"], bare["unknown"], bare["invalid"]) == (0, 4, 0)
+
+
+def test_isolation_levels_coverage_check_counts_an_unknown_cell_as_disagreeing():
+    """Bug class: unknown folded into a verdict: an ``unknown`` cell where the guarantees say the anomaly occurs
+    was counted as agreeing with them (unknown == not prevented == occurs)."""
+    from analysis.isolation import levels
+    from vocabulary.isolation import ANOMALIES
+
+    rows = [{"profile": "SRC", "stability": "S0", "compatibility": "C0", "inheritance": "I0", "anomaly": a,
+             "verdict": "occurs", "witness": "", "other_anomalies": ""} for a in ANOMALIES]
+    rows[0]["verdict"] = "unknown"
+    records = pd.DataFrame(rows)
+    section = levels.report(levels.table(records), records)
+    agree = next(r for r in section.rows if r["metric"].startswith("cells where the profile prevents"))
+    assert agree["ours"].startswith(f"{len(ANOMALIES) - 1} of {len(ANOMALIES)}")
+    assert f"SRC x {ANOMALIES[0]}: unknown, guarantees say occurs" in section.notes
+
+
+def test_isolation_runtimes_never_reads_an_unknown_cell_as_prevented():
+    """Bug class: unknown folded into a verdict: a runtime whose cells are prevented or unknown was reported as
+    'prevents all four' / 'passes the open-world control'."""
+    from analysis.isolation import runtimes
+
+    def tab(verdicts):
+        return pd.DataFrame([{"runtime": rt, "anomaly": "semantic_read_skew", "verdict": v, "witness": ""}
+                             for rt, v in verdicts])
+
+    assert runtimes.fails(tab([("SSI", "prevented"), ("SSI", "unknown")]), "SSI") is None
+    assert runtimes.fails(tab([("SSI", "prevented"), ("SSI", "prevented")]), "SSI") is False
+    assert runtimes.fails(tab([("SSI", "unknown"), ("SSI", "occurs")]), "SSI") is True
+    assert runtimes.fails(tab([("SSI", "occurs")]), "default") is None
