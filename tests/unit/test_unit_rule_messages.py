@@ -1,0 +1,136 @@
+"""The rule language's refusals, each one line naming the column, the token found and what was expected.
+
+Bug class: a parser or type checker that refuses with the wrong problem (another column, another token, a
+vague message), or accepts what it must refuse (a list item that is a field, a list without commas, a
+keyword as a bare name, a comparison that reads no field); a quoting rule that writes a keyword bare.
+"""
+from __future__ import annotations
+
+import pytest
+
+from scenarios.revalidation import rules
+
+TYPES = {"o.n": "number", "o.m": "number", "o.s": "string", "o.b": "bool", "o.l": "list[number]", "o.e": "list[]",
+         "o.d": "date"}
+EXPECTED_FIELD = ("expected a field (object.field), a number, a quoted string, true, false, a list [...], "
+                  "unchanged(object.field) or '('")
+
+
+@pytest.mark.parametrize("text,message", [
+    ("o.n = 5", "rule 'o.n = 5': unexpected character '=' at column 5"),
+    ("o.n == 5 and", f"rule 'o.n == 5 and': {EXPECTED_FIELD} at column 13, found the end of the rule"),
+    ("o.n == 5 o.m == 7", "rule 'o.n == 5 o.m == 7': unexpected 'o' at column 10: expected 'and', 'or' or the end "
+                          "of the rule"),
+    ("o.n < o.m < 9", "rule 'o.n < o.m < 9': unexpected '<' at column 11: expected 'and', 'or' or the end of the rule "
+                      "(chained comparisons are not allowed; join them with 'and')"),
+    ("(o.n == 5", "rule '(o.n == 5': expected ')' at column 10, found the end of the rule"),
+    ("o.n in [1, o.m]", "rule 'o.n in [1, o.m]': expected a literal (number, quoted string, true or false) or ']' in "
+                        "the list at column 12, found 'o'"),
+    ("o.n in [1 2]", "rule 'o.n in [1 2]': expected ',' or ']' in the list at column 11, found '2'"),
+    ("o", "rule 'o': expected '.' and a field name after the object 'o' (fields are written object.field) at "
+          "column 2, found the end of the rule"),
+    ("", "empty rule"),
+    ("   ", "empty rule"),
+    ("unchanged o.n", "rule 'unchanged o.n': expected '(' after 'unchanged' at column 11, found 'o'"),
+    ("unchanged(o.n", "rule 'unchanged(o.n': expected ')' closing unchanged(...) at column 14, found the end of the "
+                      "rule"),
+    ("o.and == 1", "rule 'o.and == 1': expected a field name (the keyword 'and' as a name must be quoted: `and`) at "
+                   "column 3, found 'and'"),
+    ("o.(x) == 1", "rule 'o.(x) == 1': expected a field name (a name that is not a plain identifier is quoted with "
+                   "backticks, e.g. `my-object`) at column 3, found '('"),
+    ("o.`x", "rule 'o.`x': unexpected character '`' at column 3"),
+    ("o.5 == 1", "rule 'o.5 == 1': expected '.' and a field name after the object 'o' (fields are written "
+                 "object.field) at column 2, found '.5'"),
+    ("'abc", "rule \"'abc\": unexpected character \"'\" at column 1"),
+    ("o.n ]", "rule 'o.n ]': unexpected ']' at column 5: expected 'and', 'or' or the end of the rule"),
+    ("o.n in [true, ]]", "rule 'o.n in [true, ]]': unexpected ']' at column 16: expected 'and', 'or' or the end of "
+                         "the rule"),
+    ("or o.b", f"rule 'or o.b': {EXPECTED_FIELD} at column 1, found 'or'"),
+])
+def test_parse_errors_name_column_token_and_expectation(text, message):
+    with pytest.raises(rules.RuleError) as err:
+        rules.parse_rule(text)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("text,message", [
+    ("o.n == 'five'", "o.n (number) == 'five' (string) compares values of different types"),
+    ("o.n < o.s", "o.n (number) < o.s (string) compares values of different types"),
+    ("o.b < true", "o.b < True: bool values have no order (< takes numbers, strings, dates or times)"),
+    ("o.l < o.l", "o.l < o.l: list[number] values have no order (< takes numbers, strings, dates or times)"),
+    ("o.s in o.s", "'in' needs a list on its right, but o.s is a string"),
+    ("o.s not in o.n", "'not in' needs a list on its right, but o.n is a number"),
+    ("o.s in ['a', 1]", "the list ['a', 1] mixes types"),
+    ("o.n", "o.n is a number, not a condition (true/false) for the rule"),
+    ("o.b and o.n", "o.n is a number, not a condition (true/false) for 'and'"),
+    ("o.n or o.b", "o.n is a number, not a condition (true/false) for 'or'"),
+    ("not o.s", "o.s is a string, not a condition (true/false) for 'not'"),
+    ("not [1]", "[1] is a list[number], not a condition (true/false) for 'not'"),
+    ("5 == 5", "5 == 5 compares two literals; a comparison must read a field"),
+    ("[1] == [1]", "[1] == [1] compares two literals; a comparison must read a field"),
+    ("true", "the rule reads no field"),
+    ("o.nope == 1", "'o.nope' is not a field of any object"),
+    ("unchanged(o.nope)", "'o.nope' is not a field of any object"),
+    ("o.s in [1]", "o.s (string) in [1] (list[number]): the value and the list's items have different types"),
+    ("o.l == o.s", "o.l (list[number]) == o.s (string) compares values of different types"),
+    ("(o.n == 1) == 2", "a condition (bool) == 2 (number) compares values of different types"),
+])
+def test_type_errors_name_the_operands_and_their_types(text, message):
+    with pytest.raises(rules.RuleError) as err:
+        rules.check_types(rules.parse_rule(text), TYPES)
+    assert str(err.value) == message
+    with pytest.raises(rules.RuleError, match="^rule "):
+        rules.compile_rule(text, TYPES)
+
+
+@pytest.mark.parametrize("text", ["o.n in o.e", "o.l == [1]", "o.e == o.l", "o.d < o.d", "(o.n == 1) == true",
+                                  "o.n in [1,]", "o.s in []", "o.n != -2.5e-1", "unchanged(o.l)"])
+def test_well_typed_rules(text):
+    rules.check_types(rules.parse_rule(text), TYPES)
+
+
+def test_compile_rule_without_types_still_needs_a_field():
+    with pytest.raises(rules.RuleError, match="^rule 'true': the rule reads no field$"):
+        rules.compile_rule("true")
+    check, evidence = rules.compile_rule("o.n == 1 or unchanged(o.s) and o.n == 2")
+    assert evidence == ("o.n", "o.s")
+
+
+@pytest.mark.parametrize("value,kind", [
+    (True, "bool"), (3, "number"), (2.5, "number"), ("x", "string"), ([1, 2], "list[number]"), ([], "list[]"),
+    ([1, "a"], "list[mixed]"), ({}, "table"), (("a",), "list[string]"), (None, "NoneType"),
+])
+def test_type_of(value, kind):
+    assert rules.type_of(value) == kind
+
+
+def test_type_of_dates_and_times():
+    import datetime as dt
+
+    assert rules.type_of(dt.date(2026, 1, 1)) == "date"
+    assert rules.type_of(dt.time(1, 2)) == "time"
+    assert rules.type_of(dt.datetime(2026, 1, 1)) == "local datetime"
+    assert rules.type_of(dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)) == "datetime"
+    assert rules.element_of("list[number]") == "number" and rules.element_of("list[]") == "" \
+        and rules.element_of("number") is None
+    assert rules.compatible("list[]", "list[number]") and rules.compatible("list[string]", "list[]")
+    assert not rules.compatible("list[string]", "list[number]") and not rules.compatible("number", "list[]")
+
+
+@pytest.mark.parametrize("name,written", [("order", "order"), ("and", "`and`"), ("unchanged", "`unchanged`"),
+                                          ("vendor-account", "`vendor-account`"), ("_x1", "_x1"), ("1st", "`1st`")])
+def test_quote_name(name, written):
+    assert rules.quote_name(name) == written
+
+
+@pytest.mark.parametrize("text,value", [("o.n == 12", 12), ("o.n == -3", -3), ("o.n == 1.", 1.0), ("o.n == .5", 0.5),
+                                        ("o.n == 2e3", 2000.0), ("o.s == 'a\\'b'", "a'b"), ('o.s == "a\\nb"', "a\nb"),
+                                        ("o.s == 'a\\tb\\\\c'", "a\tb\\c"), ("o.b == false", False)])
+def test_literals(text, value):
+    tree = rules.parse_rule(text)
+    assert tree.right == rules.Literal(value) and type(tree.right.value) is type(value)
+
+
+def test_refs_of_in_order_of_first_appearance():
+    tree = rules.parse_rule("not (o.s in ['a'] and unchanged(o.n)) or o.m > o.n and o.b")
+    assert rules.refs_of(tree) == ("o.s", "o.n", "o.m", "o.b")
