@@ -165,8 +165,10 @@ def _value(node: tuple, state: Mapping[Ref, Any], observed: Mapping[Ref, Any]) -
     kind = node[0]
     if kind == "field":
         return state[node[1]]
-    if kind in ("lit", "list"):
+    if kind == "lit":
         return node[1]
+    if kind == "list":
+        return list(node[1])
     return holds(node, state, observed)
 
 

@@ -134,3 +134,38 @@ def test_literals(text, value):
 def test_refs_of_in_order_of_first_appearance():
     tree = rules.parse_rule("not (o.s in ['a'] and unchanged(o.n)) or o.m > o.n and o.b")
     assert rules.refs_of(tree) == ("o.s", "o.n", "o.m", "o.b")
+
+
+@pytest.mark.parametrize("text", ["(o.n == 5]", "unchanged[o.n]", "unchanged(o.n]", "o.n in (1, 2)"])
+def test_a_bracket_of_the_wrong_kind_is_refused(text):
+    """Bug class: a parser that accepts any punctuation where one bracket is expected."""
+    with pytest.raises(rules.RuleError):
+        rules.parse_rule(text)
+
+
+STATES = [{"o.n": n, "o.m": m, "o.s": s, "o.b": b, "o.l": [1, 3], "o.e": [], "o.d": 0}
+          for n, m, s, b in ((1, 3, "a", True), (3, 1, "b", False), (2, 2, "c", True), (0, -1, "a", False))]
+
+
+@pytest.mark.parametrize("text,meaning", [
+    ("5 > o.n", lambda s: 5 > s["o.n"]),                                   # a literal on the left
+    ("2 <= o.m and 'a' == o.s", lambda s: 2 <= s["o.m"] and s["o.s"] == "a"),
+    ("o.n < o.m", lambda s: s["o.n"] < s["o.m"]),                          # two fields
+    ("o.n in o.l", lambda s: s["o.n"] in s["o.l"]),                        # membership in a list-valued field
+    ("o.n not in o.l", lambda s: s["o.n"] not in s["o.l"]),
+    ("o.n in [1, 2.0]", lambda s: s["o.n"] in (1, 2)),
+    ("o.b in [false]", lambda s: s["o.b"] is False),
+    ("(o.n == 1) == true", lambda s: s["o.n"] == 1),                       # a condition used as a value
+    ("(o.n < o.m) != o.b", lambda s: (s["o.n"] < s["o.m"]) != s["o.b"]),
+    ("o.l == [1, 3]", lambda s: True),
+    ("[] == o.e", lambda s: True),
+    ("o.n == 1E0 or o.n == 3e0", lambda s: s["o.n"] in (1, 3)),
+])
+def test_every_compiled_shape_means_what_it_says(text, meaning):
+    """Bug class: a compiled comparison shape (literal on the left, two fields, a list-valued field, a condition
+    used as a value) that drops or swaps an operand; checked against the oracle's own reading too."""
+    from scenarios.revalidation.oracle import holds
+
+    check, _ = rules.compile_rule(text, TYPES)
+    for s in STATES:
+        assert check(s.__getitem__, s) == meaning(s) == holds(text, s, s), (text, s)
