@@ -268,3 +268,30 @@ def test_scaling_table_interval_columns_bracket_the_median():
     atr = tab[tab.mechanism == "ATR"].set_index("reads")
     floor = tab[tab.mechanism == "floor"].set_index("reads")
     assert atr.loc[61, "ratio_to_floor"] == pytest.approx(atr.loc[61, "median_us"] / floor.loc[61, "median_us"])
+
+
+def two_mechanism_records() -> pd.DataFrame:
+    """Two mechanisms, two rates; the contracts that matter differ by rate (2 at p = 0, 3 at p = 0.1)."""
+    rows = []
+    for rate, hits, k in ((0.0, 0, 2), (0.1, 4, 3)):
+        for mech in ("SSI", "SSI+inference"):
+            for i in range(20):
+                rows.append({"rate": rate, "mechanism": mech, "incompatible_admitted": int(i < hits and mech == "SSI"),
+                             "contracts_that_matter": k, "contracts": 5})
+    return pd.DataFrame(rows)
+
+
+GOLDEN_CONTRACT_OMISSION = "# h\n\n## Contract omission: incompatible combinations SSI admits (`isolation_contract_omission`)\n\n| metric | ours | paper | difference |\n|---|---|---|---|\n| SSI, p = 0%: share of executions admitting an incompatible combination | 0.00% (0 of 20; 95% CI 0.00%-16.84%) | not published | n/a |\n| SSI+inference, p = 0%: share of executions admitting an incompatible combination | 0.00% (0 of 20; 95% CI 0.00%-16.84%) | not published | n/a |\n| SSI, p = 10%: share of executions admitting an incompatible combination | 20.00% (4 of 20; 95% CI 5.73%-43.66%) | not published | n/a |\n| SSI+inference, p = 10%: share of executions admitting an incompatible combination | 0.00% (0 of 20; 95% CI 0.00%-16.84%) | not published | n/a |\n\nNot in the paper: the fault makes its declaration assumption fail at a known rate. Each of the 5 declared contracts of `omission_pipeline` is dropped with probability p (seeded, per execution) from what the mechanism sees; the compatibility-skew checker judges by all of them. 3 of the 5 contracts matter (dropping one alone lets SSI admit an incompatible pair; measured by running), so SSI's failure rate should track 1 - (1 - p)^k: a guarantee over declared contracts degrades exactly with the declarations. Intervals are exact (Clopper-Pearson).\n\n| p | measured | expected 1-(1-p)^k | 95% interval of expectation | inside |\n|---|---|---|---|---|\n| 0% | 0.00% | 0.00% | 0.00%-0.00% | yes |\n| 0% | 0.00% | 0.00% | 0.00%-0.00% | yes |\n| 10% | 20.00% | 27.10% | 10.00%-45.00% | yes |\n| 10% | 0.00% | 27.10% | 10.00%-45.00% | **no** |\n"
+
+
+def test_contract_omission_report_per_mechanism_and_rate_as_rendered():
+    """Bug classes: a report row that sets a number beside the wrong cell (another mechanism's or another rate's
+    share, count or interval), and an expectation with the wrong parameter (k of another rate): the whole rendered
+    section is pinned for two mechanisms x two rates."""
+    from analysis.report import render
+
+    records = two_mechanism_records()
+    tab = contract_omission.table(records)
+    assert list(tab.columns) == ["mechanism", *contract_omission.COLUMNS]
+    assert contract_omission.expected(records, 0.1) == pytest.approx(1 - 0.9 ** 3)
+    assert render([contract_omission.report(tab, records)], "# h") == GOLDEN_CONTRACT_OMISSION

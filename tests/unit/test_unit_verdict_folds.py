@@ -75,6 +75,8 @@ def test_by_property_folds_per_row_and_names_the_first_violating_cell():
         {"runtime": "r", "property": "CO", "verdict": "invalid", "fault_cell": "c4", "witness": "w4"},
     ])
     tab = by_property(records, "runtime", "runtime")
+    assert list(tab.columns) == ["runtime", "property", "verdict", "witness_cell", "witness"]
+    assert list(tab.index) == [0, 1, 2]
     assert list(tab["property"]) == ["PC", "EO", "CO"]  # the paper's order
     got = {p: (v, c, w) for p, v, c, w in zip(tab["property"], tab["verdict"], tab["witness_cell"], tab["witness"])}
     assert got == {"PC": (HOLDS, "", ""), "EO": (UNKNOWN, "", ""), "CO": (VIOLATED, "c3", "w3")}
