@@ -72,3 +72,16 @@ def test_reference_of_a_loaded_workload():
     assert [p[0] for p in ref.premises] == [p.id for p in refund.premises]
     assert ref.judge({"policy.refund_limit": 50}).outcome == "BLOCK"
     assert ref.judge({"customer.display_name": "X"}).failed == ("customer_name_current",)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("o.a < o.b < o.c", "rule 'o.a < o.b < o.c': a chained comparison"),
+    ("o.a ==", "rule 'o.a ==': not an expression (invalid syntax)"),
+])
+def test_reading_errors_name_the_rule(text, message):
+    from scenarios.revalidation.oracle import ReadingError, read_rule
+
+    with pytest.raises(ReadingError) as err:
+        read_rule(text)
+    assert str(err.value) == message
+    assert read_rule("o.a == 1").text == "o.a == 1"

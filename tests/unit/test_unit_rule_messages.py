@@ -169,3 +169,41 @@ def test_every_compiled_shape_means_what_it_says(text, meaning):
     check, _ = rules.compile_rule(text, TYPES)
     for s in STATES:
         assert check(s.__getitem__, s) == meaning(s) == holds(text, s, s), (text, s)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("unchanged[o.n)", "rule 'unchanged[o.n)': expected '(' after 'unchanged' at column 10, found '['"),
+    ("o,n == 1", "rule 'o,n == 1': expected '.' and a field name after the object 'o' (fields are written "
+                 "object.field) at column 2, found ','"),
+    ("o.n in [,]", "rule 'o.n in [,]': expected a literal (number, quoted string, true or false) or ']' in the list "
+                   "at column 9, found ','"),
+    ("(" * 400 + "o.b" + ")" * 400, "rule '" + "(" * 400 + "o.b" + ")" * 400 + "': nested too deeply"),
+    ("`o`.`n` not in [1] and o.n in ]", "rule '`o`.`n` not in [1] and o.n in ]': expected a field (object.field), a "
+                                        "number, a quoted string, true, false, a list [...], unchanged(object.field) "
+                                        "or '(' at column 31, found ']'"),
+])
+def test_more_refusals(text, message):
+    """Bug class: a parser that takes any punctuation for the one it expects (a ',' for the '.' of a field, a '['
+    for the '(' of unchanged)."""
+    with pytest.raises(rules.RuleError) as err:
+        rules.parse_rule(text)
+    assert str(err.value) == message
+
+
+def test_quoted_names_before_not_in_and_mixed_list_fields():
+    tree = rules.parse_rule("`o`.`n` not in [1]")
+    assert tree == rules.Compare("not in", rules.Field("o.n"), rules.ListLiteral((1,)))
+    with pytest.raises(rules.RuleError, match=r"^o.x mixes types, so 'in' cannot be checked$"):
+        rules.check_types(rules.parse_rule("o.n in o.x"), {**TYPES, "o.x": "list[mixed]"})
+    assert rules.type_of(object()) == "object"
+
+
+def test_a_condition_with_unchanged_used_as_a_value():
+    """Bug class: the observed values not passed into a condition used as a comparison operand."""
+    from scenarios.revalidation.oracle import holds
+
+    observed, moved = {"o.n": 1}, {"o.n": 2}
+    for text in ("(unchanged(o.n)) == false", "false == (unchanged(o.n))"):
+        check, _ = rules.compile_rule(text, {"o.n": "number"})
+        assert check(moved.__getitem__, observed) is True and check(observed.__getitem__, observed) is False
+        assert holds(text, moved, observed) is True and holds(text, observed, observed) is False
