@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from analysis.artifact import Artifact
-from analysis.records import RecordsError, experiments_in, load_records
+from analysis.records import RecordsError, check_schemas, experiments_in, load_records
 from analysis.report import Section, markdown_table, write_report
 
 
@@ -45,10 +45,50 @@ def writable(folder: Path) -> bool:
     return os.access(folder, os.W_OK | os.X_OK) and bool(folder.stat().st_mode & 0o222)
 
 
+def json_kind(value: object) -> str:
+    """What a JSON value is, in words (for messages)."""
+    return {list: "a list", str: "a string", bool: "true or false", type(None): "null", dict: "an object"}.get(
+        type(value), "a number")
+
+
+def _json_object(path: Path) -> None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problem = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise RecordsError(f"{path}: unreadable ({problem})") from None
+    if not isinstance(value, dict):
+        raise RecordsError(f"{path}: holds {json_kind(value)}, not a JSON object")
+
+
+def check_layout(run_dir: Path) -> None:
+    """Refuse an odd run folder before anything reads or writes it: RecordsError naming the path, one line.
+
+    A run folder holds the folders ``records/<experiment>/``, ``tables/``, ``figures/`` and the files
+    ``run.json``, ``provenance.json`` (JSON objects) and ``report.md``; whatever of them exists must be
+    what it should be, and every records file must be readable with its siblings' schema."""
+    for name in ("run.json", "provenance.json"):
+        if (run_dir / name).exists() or (run_dir / name).is_symlink():
+            _json_object(run_dir / name)
+    for name in ("records", "tables", "figures", "histories"):
+        path = run_dir / name
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
+            raise RecordsError(f"{path}: should be a folder, and is not")
+    if (run_dir / "report.md").is_dir():
+        raise RecordsError(f"{run_dir / 'report.md'}: a folder where the report file should be")
+    records = run_dir / "records"
+    if records.is_dir():
+        for path in sorted(records.iterdir()):
+            if not path.is_dir():
+                raise RecordsError(f"{path}: a file where the folder of an experiment's records should be")
+            check_schemas(run_dir, path.name)
+
+
 def check_run_folder(run_dir: Path, artifacts: list[Artifact]) -> None:
     """Refuse, before writing anything, a folder analyze cannot rebuild: RecordsError with one line."""
     if not (run_dir / "records").is_dir():
         raise RecordsError(f"{run_dir}: not a run folder (no records/ inside)")
+    check_layout(run_dir)
     if not writable(run_dir):
         raise RecordsError(f"{run_dir}: run folder is not writable, so tables and report cannot be rebuilt")
     known = {a.experiment for a in artifacts}

@@ -34,6 +34,44 @@ def _read(path: Path) -> pd.DataFrame:
         raise RecordsError(f"{path}: not a readable Parquet records file ({problem})") from None
 
 
+def _kind(t: pa.DataType) -> str | None:
+    """What a column holds, as far as one schema must agree: a number (integer or float: a cell with a NaN
+    stores floats), text, a boolean...; None for a column of nulls only."""
+    if pa.types.is_null(t):
+        return None
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    return str(t)
+
+
+def check_schemas(run_dir: Path, experiment: str) -> None:
+    """Every records file of ``experiment`` is Parquet with the same columns *and column types* as the first
+    (read from the files' footers only, so it is cheap before a rerun); RecordsError naming the file."""
+    files = sorted((Path(run_dir) / RECORDS / experiment).glob("*.parquet"))
+    first = None
+    for f in files:
+        try:
+            schema = pq.read_schema(f)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            problem = "empty file" if f.stat().st_size == 0 else str(exc).splitlines()[0]
+            raise RecordsError(f"{f}: not a readable Parquet records file ({problem})") from None
+        if first is None:
+            first = (f, schema)
+            continue
+        names, first_names = schema.names, first[1].names
+        if names != first_names:
+            extra = sorted(set(names) ^ set(first_names))
+            raise RecordsError(f"{f}: its columns differ from {first[0].name}'s"
+                               + (f" ({extra[0]!r})" if extra else " (order)") + "; records of one experiment share one schema")
+        for field in schema:
+            other = first[1].field(field.name).type
+            if None not in (_kind(field.type), _kind(other)) and _kind(field.type) != _kind(other):
+                raise RecordsError(f"{f}: column {field.name!r} is {field.type}, not {other} as in {first[0].name}; "
+                                   "records of one experiment share one schema")
+
+
 def load_records(run_dir: Path, experiment: str) -> pd.DataFrame:
     """All records of one experiment in a run folder, in a stable order."""
     files = sorted((Path(run_dir) / RECORDS / experiment).glob("*.parquet"))

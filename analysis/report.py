@@ -8,6 +8,8 @@ difference for counts where the run has the paper's size.
 """
 from __future__ import annotations
 
+import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,6 +105,32 @@ def markdown_table(frame) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: A paragraph of a note longer than this is split into paragraphs of whole sentences.
+PARAGRAPH_CHARS = 500
+#: Lines of report.md prose are wrapped at this width.
+LINE_CHARS = 100
+_SENTENCE_END = re.compile(r"(?<=[.;:])\s+(?=[A-Z(`'\"*])")
+
+
+def paragraphs(notes: str) -> str:
+    """A note as short paragraphs of whole sentences, each wrapped at :data:`LINE_CHARS` (list items and
+    tables kept as written)."""
+    out = []
+    for block in re.split(r"\n\s*\n", notes.strip()):
+        if block.lstrip().startswith(("-", "*", "|", "1.")):
+            out.append(block.strip())
+            continue
+        text, chunk = " ".join(block.split()), ""
+        for sentence in _SENTENCE_END.split(text):
+            if chunk and len(chunk) + len(sentence) > PARAGRAPH_CHARS:
+                out.append(textwrap.fill(chunk, LINE_CHARS, break_long_words=False, break_on_hyphens=False))
+                chunk = ""
+            chunk = f"{chunk} {sentence}".strip()
+        if chunk:
+            out.append(textwrap.fill(chunk, LINE_CHARS, break_long_words=False, break_on_hyphens=False))
+    return "\n\n".join(out)
+
+
 def render(sections: list[Section], header: str) -> str:
     out = [header.rstrip(), ""]
     for s in sections:
@@ -114,7 +142,7 @@ def render(sections: list[Section], header: str) -> str:
         for m in s.matrices:
             out += [m.render()]
         if s.notes:
-            out += [s.notes.strip(), ""]
+            out += [paragraphs(s.notes), ""]
         if s.files:
             out += ["Files: " + ", ".join(f"[`{f}`]({f})" for f in s.files), ""]
     return "\n".join(out)

@@ -39,6 +39,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("resume", _registry("mechanisms.resume"), ("start", "resume", "fork", "recover", "checkpoints", "state"),
            "DurableRuntime(backend, graph, hooks): start/resume/fork/recover/checkpoints/state -> Status "
            "(mechanisms/resume/base.py)"),
+    Family("agent", _registry("mechanisms.agent"), ("saver_class", "ledger_class", "premises", "subgraph_manifest"),
+           "Stack(name): saver_class(kind), ledger_class(), premises(scenario), subgraph_manifest(manifest) "
+           "(mechanisms/agent/stacks.py)"),
 )}
 
 

@@ -33,15 +33,19 @@ def run_benchmark(name: str, bench_file: Path, args: Sequence[str], run_dir: Pat
     with tempfile.TemporaryDirectory(prefix=f"{name}_", dir=scratch) as work:
         # a benchmark is timed alone: no xdist (which disables pytest-benchmark), no test time limit
         command = [*PYTHON, "-m", "pytest", str(bench_file), "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                   "-p", "no:timeout", f"--benchmark-json={tmp}",
+                   "-p", "no:timeout", "--override-ini=addopts=", f"--benchmark-json={tmp}",
                    f"--benchmark-storage=file://{work}/.benchmarks", *args]
-        full_env = child_env(**dict(env or {}))
+        full_env = {k: v for k, v in child_env(**dict(env or {})).items()
+                    if not k.startswith("PYTEST_XDIST")}  # set in an xdist worker: pytest-benchmark would stand down
         full_env.update(TMPDIR=work, TEMP=work, TMP=work)
         done = subprocess.run(command, cwd=work, env=full_env, capture_output=True, text=True)
     if done.returncode != 0 or not tmp.exists():
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        lines = (done.stdout + done.stderr).strip().splitlines()
         tmp.unlink(missing_ok=True)
-        raise RuntimeError(f"benchmark run failed (exit {done.returncode}): {' '.join(command)}\n{tail}")
+        # the first line says why (pytest's first ``E`` line: what the benchmarked code raised); then the command
+        cause = next((line[1:].strip() for line in lines if line.startswith("E ") and line[1:].strip()), "")
+        raise RuntimeError(f"benchmark {name} failed (exit {done.returncode})" + (f": {cause}" if cause else "")
+                           + f"\n{' '.join(command)}\n" + "\n".join(lines[-15:]))
     os.replace(tmp, json_path)
     shown = str(json_path.relative_to(run_dir)) if run_dir else str(json_path)
     return json.loads(json_path.read_text(encoding="utf-8")), shown

@@ -18,6 +18,17 @@ from runners.experiment import PROFILES, DriftlabError, Options
 
 DEFAULT_SEED = 20260901
 
+ABOUT = ("driftlab is a benchmarking and fault-injection lab for the consistency of long-running AI agent "
+         "workflows: it reruns three 2026 papers' experiments (decision revalidation, semantic isolation, resume "
+         "semantics) on real processes and stores, and writes every table and figure beside the published number.")
+EXAMPLES = """examples:
+  driftlab reproduce --profile quick            every experiment at CI scale -> data/runs/<run-id>/report.md
+  driftlab reproduce --only resume              one family (revalidation, isolation, resume) or one artifact
+  driftlab compare --mechanisms SRC,SSI         mechanisms of any family side by side
+  driftlab check RUN/histories/EXP/CELL.jsonl   judge a history (yours too): exit 0 valid, 1 invalid, 2 unknown
+  driftlab list                                 experiments, scenarios, mechanisms, checkers, faults
+"""
+
 
 def _positive(text: str) -> int:
     try:
@@ -26,6 +37,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
     return value
 
 
@@ -51,7 +72,7 @@ def _request(args: argparse.Namespace, experiments: list[str], extra: dict | Non
     options = Options(mechanisms=getattr(args, "mechanisms", None), scenario_dirs=tuple(args.scenario_dir or ()),
                       backend=getattr(args, "backend", "sqlite"), workloads=getattr(args, "workloads", None), extra=extra)
     return Request(tuple(experiments), profile=args.profile, seed=args.seed, jobs=args.jobs,
-                   out=args.out, quiet=args.quiet,
+                   out=args.out, quiet=args.quiet, cell_timeout=args.cell_timeout,
                    executor=args.executor, scheduler=args.scheduler, options=options)
 
 
@@ -78,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from analysis.report import markdown_table
     from mechanisms import family_of_name
-    from runners.engine import RUNS, artifacts_of
+    from runners.engine import artifacts_of, default_runs
     from runners.experiments import EXPERIMENTS
 
     families = {f for name in args.mechanisms for f in family_of_name(name)}
@@ -88,7 +109,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     request = _request(args, names)
     code = _run(request)
     if code == 0:
-        run_dir = Path(request.out) if request.out is not None else RUNS / "latest"
+        run_dir = Path(request.out) if request.out is not None else default_runs() / "latest"
         for name in names:
             experiment = EXPERIMENTS[name]
             first = artifacts_of(experiment)[0].name
@@ -114,35 +135,26 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from analysis.checkers import checkers
-    from vocabulary import Composite, HistoryError, Verdict, history_from_jsonl
+    from runners.check import check
+    from vocabulary import Verdict
 
-    path = Path(args.history)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DriftlabError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+        outcome = check(Path(args.history), args.checker, jobs=args.jobs, allow_unknown=args.allow_unknown_ops,
+                        max_bytes=args.max_bytes)
+    except KeyboardInterrupt:
+        print("driftlab: interrupted; no verdict", file=sys.stderr)
+        return 130
+    if outcome.plan.unknown:
+        extra = ", ".join(f"{name} ({n})" for name, n in sorted(outcome.plan.unknown.items()))
+        print(f"driftlab: note: accepted operations the {outcome.plan.family} family does not declare: {extra}",
+              file=sys.stderr)
     try:
-        history = history_from_jsonl(text, str(path))
-    except HistoryError as exc:
-        raise DriftlabError(str(exc)) from None
-    known = checkers(history.family)
-    if not known:
-        raise DriftlabError(f"{path}: no checkers for family {history.family!r}")
-    if args.checker:
-        unknown = [c for c in args.checker if c not in known]
-        if unknown:
-            raise DriftlabError(f"--checker {unknown[0]!r}: not a {history.family} checker ({', '.join(known)})")
-        chosen = [known[c] for c in args.checker]
-    else:
-        chosen = list(known.values())
-    verdict, results = Composite(chosen).check_all(history)
-    for r in results:
-        print(r.prose(history))
-    print(f"verdict: {verdict.value} ({len(history.operations)} operations, {len(results)} checker(s))")
-    if verdict is Verdict.UNKNOWN:
+        print(outcome.json() if args.format == "json" else outcome.prose(), flush=True)
+    except BrokenPipeError:  # `driftlab check h.jsonl | head`: the reader left; the exit code still says the verdict
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if outcome.verdict is Verdict.UNKNOWN:
         print("driftlab: an unknown verdict is not a valid one: some outcome could not be determined", file=sys.stderr)
-    return verdict.exit_code
+    return outcome.verdict.exit_code
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -159,24 +171,52 @@ def cmd_list(args: argparse.Namespace) -> int:
         for name, e in EXPERIMENTS.items():
             if e.family == family:
                 sweeps = f"  (sweep {', '.join(e.sweeps)})" if e.sweeps else ""
-                print(f"    {name:30s} {e.description}{sweeps}")
+                _item(name, f"{e.description}{sweeps}")
                 for item, text in e.listing():
-                    print(f"      {item:28s} {text}")
+                    _item(item, text, indent=6)
         print("  scenarios:")
         for name, s in scenarios.get(family, {}).items():
-            print(f"    {name:30s} {getattr(s, 'description', '')}  ({getattr(s, 'path', '')})")
+            _item(name, f"{getattr(s, 'description', '')}  ({_shown(getattr(s, 'path', ''))})")
         fam = MECHANISM_FAMILIES.get(family)
         print("  mechanisms" + (f" ({fam.protocol}):" if fam else ":"))
         for name, path in (fam.registry.items() if fam else ()):
-            print(f"    {name:30s} {path}")
+            _item(name, path)
         print("  checkers:")
         for name, c in checkers(family).items():
-            doc = (type(c).__doc__ or "").strip().splitlines()
-            print(f"    {name:30s} {doc[0] if doc else ''}")
+            _item(name, first_sentence(type(c).__doc__ or ""))
     print("[faults]")
     for name, doc in FAULTS.items():
-        print(f"    {name:30s} {doc}")
+        _item(name, doc)
     return 0
+
+
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, whole (never cut mid-word)."""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[:end + 1]
+
+
+def _item(name: str, text: str, indent: int = 4) -> None:
+    """One `driftlab list` entry: the name, then its text wrapped at word boundaries to the terminal's width."""
+    import shutil
+    import textwrap
+
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+    lead = " " * indent + f"{name:{34 - indent}s} "
+    if len(lead) > 35:  # a long name gets its own line
+        print(lead.rstrip())
+        lead = " " * 35
+    print(textwrap.fill(text, width=width, initial_indent=lead, subsequent_indent=" " * 35, break_long_words=False,
+                        break_on_hyphens=False))
+
+
+def _shown(path) -> str:
+    """A scenario's path relative to the current folder when it is under it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return str(path)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -189,11 +229,13 @@ class _Parser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     from runners.experiments import EXPERIMENTS, FAMILIES
 
-    p = _Parser(prog="driftlab", description=__doc__.splitlines()[0])
+    import textwrap
+
+    p = _Parser(prog="driftlab", description=textwrap.fill(ABOUT, 100), epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
     def run_options(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--profile", choices=PROFILES, default="quick", help="quick (CI, about a minute) or paper (full scale)")
+        sp.add_argument("--profile", choices=PROFILES, default="quick", help="quick (CI scale) or paper (the papers' full scale)")
         sp.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
         sp.add_argument("--seed", type=int, default=DEFAULT_SEED, help="base seed; every cell's seed derives from it")
         sp.add_argument("--out", help="run folder (default data/runs/<run-id>/, with a 'latest' link)")
@@ -205,6 +247,8 @@ def parser() -> argparse.ArgumentParser:
                         help="local process pool, or a Dask distributed cluster")
         sp.add_argument("--scheduler", help="tcp://HOST:PORT of an existing Dask scheduler (default: start a LocalCluster)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
+        sp.add_argument("--cell-timeout", type=_seconds, metavar="SECONDS",
+                        help="stop the run when one cell runs longer (default: per experiment, from its size)")
 
     r = sub.add_parser("reproduce", help="run the experiments of a profile and build every artifact")
     run_options(r)
@@ -232,9 +276,16 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("run_dir")
     a.set_defaults(func=cmd_analyze)
 
+    from runners.check import MAX_BYTES
+
     ck = sub.add_parser("check", help="run the checkers on a history file (exit 0 valid, 1 invalid, 2 unknown)")
     ck.add_argument("history", help="a history in driftlab's JSON Lines format (histories/<experiment>/<cell>.jsonl)")
     ck.add_argument("--checker", action="append", help="only this checker (repeatable; default: every checker of the family)")
+    ck.add_argument("--jobs", type=_positive, default=1, help="judge partitions in this many processes (default 1)")
+    ck.add_argument("--format", choices=("prose", "json"), default="prose", help="verdicts and witnesses as prose or JSON")
+    ck.add_argument("--allow-unknown-ops", action="store_true",
+                    help="accept operations the family does not declare (default: refuse the history)")
+    ck.add_argument("--max-bytes", type=_positive, default=MAX_BYTES, help="refuse a larger file (default 4 GiB)")
     ck.set_defaults(func=cmd_check)
 
     ls = sub.add_parser("list", help="experiments, scenarios, mechanisms, checkers and faults, per family")

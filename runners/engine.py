@@ -28,16 +28,29 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
+import psutil
+
 from analysis.artifact import Artifact
-from analysis.pipeline import writable
+from analysis.pipeline import check_layout, json_kind, writable
 from mechanisms import family_of_name
 from runners.execute import pending, run_cells
 from runners.experiment import Cell, DriftlabError, Experiment, Options
 from runners.experiments import EXPERIMENTS, FAMILIES
 from runners.provenance import write_provenance
+from runners.workers import keep_from_workers
 from scenarios import scenario_files
 
-RUNS = Path("data") / "runs"
+def default_runs() -> Path:
+    """Where default run folders go: ``$DRIFTLAB_RUNS``; else ``data/runs`` of the driftlab clone this code runs
+    from (whatever the current folder); else, for an installed copy, ``~/.local/share/driftlab/runs``."""
+    if os.environ.get("DRIFTLAB_RUNS"):
+        return Path(os.environ["DRIFTLAB_RUNS"])
+    clone = Path(__file__).resolve().parent.parent
+    if (clone / "pyproject.toml").is_file() and (clone / "runners").is_dir():
+        return clone / "data" / "runs"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "driftlab" / "runs"
+
+
 #: A request whose estimated duration exceeds this is refused before it starts.
 MAX_HOURS = 24.0
 
@@ -55,6 +68,7 @@ class Request:
     executor: str = "local"  # local | dask
     scheduler: str | None = None  # tcp://HOST:PORT of an existing Dask cluster (dask executor)
     options: Options = field(default_factory=Options)
+    cell_timeout: float | None = None  # seconds; None: each experiment's default (Experiment.time_limit)
 
 
 def select(only: str | None) -> list[str]:
@@ -89,7 +103,14 @@ def assign_mechanisms(options: Options) -> None:
 
 
 def usable_out(out: Path) -> None:
-    """Refuse an --out that cannot hold a run folder (a file, under a file, read-only), writing nothing."""
+    """Refuse an --out that cannot hold a run folder (a file, under a file, read-only, a dangling or looping
+    symbolic link), writing nothing."""
+    try:
+        out.resolve(strict=False)
+    except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        raise DriftlabError(f"--out {out}: a symbolic link that loops ({getattr(exc, 'strerror', None) or exc})") from None
+    if out.is_symlink() and not out.exists():
+        raise DriftlabError(f"--out {out}: is a symbolic link to {os.readlink(out)}, which does not exist")
     if out.exists():
         if not out.is_dir():
             raise DriftlabError(f"--out {out}: is a file, not a folder")
@@ -106,30 +127,47 @@ def usable_out(out: Path) -> None:
 
 
 def scenario_hashes(options: Options) -> dict[str, str]:
-    """Content hash of every scenario file the run loads (a rerun after an edit is a changed run)."""
-    return {str(p.resolve()): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
-            for p in scenario_files(tuple(options.scenario_dirs))}
+    """Content hash of every scenario file the run loads (a rerun after an edit is a changed run), keyed by a
+    path that does not depend on where the clone lives: relative to the built-in scenario root, or to the
+    ``--scenario-dir`` as given."""
+    import scenarios
+
+    root = Path(scenarios.__file__).resolve().parent
+
+    def key(p: Path) -> str:
+        resolved = p.resolve()
+        return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(p)
+
+    return {key(p): hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in scenario_files(tuple(options.scenario_dirs))}
 
 
 def identity(request: Request) -> dict:
     o = request.options
     return {"profile": request.profile, "seed": request.seed, "mechanisms": list(o.mechanisms or []) or None,
             "backend": o.backend, "workloads": list(o.workloads) if o.workloads else None,
-            "scenario_dirs": [str(Path(d).resolve()) for d in o.scenario_dirs], "extra": o.extra,
+            "scenario_dirs": [str(d) for d in o.scenario_dirs], "extra": o.extra,
             "scenario_files": scenario_hashes(o)}
+
+
+#: what a run killed before its run.json was in place can leave: the lab's own, so a rerun takes the folder
+OWN_TEMPORARY = frozenset({".lock", "run.json.tmp", "scratch"})
 
 
 def check_identity(run_dir: Path, manifest: dict) -> bool:
     """True if the folder already holds this run; error if it holds another."""
     path = run_dir / "run.json"
-    if not path.exists():
-        if run_dir.exists() and any(p.name != ".lock" for p in run_dir.iterdir()):
+    if not path.exists() and not path.is_symlink():
+        if run_dir.exists() and any(p.name not in OWN_TEMPORARY for p in run_dir.iterdir()):
             raise DriftlabError(f"--out {run_dir}: folder is not empty and holds no driftlab run")
         return False
     try:
         previous = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise DriftlabError(f"--out {run_dir}: run.json is unreadable ({exc}); pick another --out") from None
+        problem = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise DriftlabError(f"--out {run_dir}: run.json is unreadable ({problem}); pick another --out") from None
+    if not isinstance(previous, dict):
+        raise DriftlabError(f"--out {run_dir}: run.json holds {json_kind(previous)}, not a driftlab run's "
+                            "identity (an object); pick another --out")
     for key, value in manifest.items():
         if previous.get(key) != value:
             what = "scenario files changed since" if key == "scenario_files" else f"{key}={previous.get(key)!r}, not {value!r}"
@@ -157,10 +195,12 @@ class RunLock:
                                 "wait for it or pick another --out") from None
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, str(os.getpid()).encode(), 0)
+        keep_from_workers(self.fd)  # a worker outliving this process must never hold the folder
         return self
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:
+            keep_from_workers(None)
             os.close(self.fd)  # closing releases the lock
             self.fd = None
 
@@ -171,7 +211,7 @@ def _folder(request: Request) -> tuple[Path, bool]:
             raise DriftlabError("--out is empty: give a folder")
         return Path(request.out), False
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return RUNS / f"{stamp}-{request.profile}", True
+    return default_runs() / f"{stamp}-{request.profile}", True
 
 
 def link_latest(run_dir: Path) -> None:
@@ -183,13 +223,57 @@ def link_latest(run_dir: Path) -> None:
     os.replace(tmp, latest)
 
 
-def _refuse_if_impossible(request: Request, executions: dict[str, int]) -> None:
-    seconds = sum(executions[n] * EXPERIMENTS[n].seconds_per_execution / (request.jobs if EXPERIMENTS[n].parallel else 1)
-                  for n in executions)
+#: memory one worker process holds (the lab's libraries mapped plus a cell's data), for refusing --jobs
+MEMORY_PER_JOB = 200 * 2**20
+
+
+def estimate_seconds(request: Request, cells: dict[str, list[Cell]], scale: float = 1.0) -> float:
+    """Estimated wall time: every cell's :meth:`Experiment.seconds` (repetitions, rounds, declared work...),
+    divided by the parallelism the machine really has (``--jobs``, at most its cores)."""
+    cores = min(request.jobs, os.cpu_count() or 1)
+    return sum(EXPERIMENTS[n].seconds(c, request.options) * scale / (cores if EXPERIMENTS[n].parallel else 1)
+               for n, cs in cells.items() for c in cs)
+
+
+def _progress_line(k: int, name: str, cells: int, estimate: dict[str, float], order: tuple[str, ...],
+                   elapsed: float) -> str:
+    """``experiment k of N`` and the whole run's remaining time, the declared estimate scaled by how the
+    experiments finished so far compare with theirs."""
+    before = sum(estimate[n] for n in order[:k - 1])
+    remaining = sum(estimate[n] for n in order[k - 1:])
+    if before > 0 and elapsed > 1:
+        remaining *= elapsed / before
+    what = f"{cells} cell(s) to run" if cells else "every cell already done"
+    return f"experiment {k} of {len(order)}: {name} ({what}); about {_duration(remaining)} left in all"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def _refuse_if_impossible(request: Request, cells: dict[str, list[Cell]], scale: float = 1.0) -> None:
+    seconds = estimate_seconds(request, cells, scale)
     if seconds > MAX_HOURS * 3600:
-        size = sum(executions.values())
-        raise DriftlabError(f"this run is {size:,} executions, about {seconds / 3600:,.0f} hours on {request.jobs} job(s); "
-                            f"the limit is {MAX_HOURS:.0f} hours (the paper profile is far smaller: --profile paper)")
+        size = sum(c.repetitions for cs in cells.values() for c in cs) * scale
+        raise DriftlabError(f"this run is {size:,.0f} executions, about {seconds / 3600:,.0f} hours on {request.jobs} "
+                            f"job(s); the limit is {MAX_HOURS:.0f} hours (the paper profile is far smaller: --profile paper)")
+    workers = min(request.jobs, max((len(cs) for cs in cells.values()), default=1))
+    memory = psutil.virtual_memory().total
+    if workers * MEMORY_PER_JOB > memory:
+        raise DriftlabError(f"--jobs {request.jobs}: {workers:,} worker processes need about "
+                            f"{workers * MEMORY_PER_JOB / 2**30:,.0f} GB; this machine has {memory / 2**30:,.0f} GB")
+
+
+def check_flags(request: Request) -> None:
+    """Refuse a flag that would mislead if ignored: mechanisms of no selected experiment's family."""
+    o = request.options
+    families = {EXPERIMENTS[n].family for n in request.experiments}
+    if o.mechanisms and not families & set(o.mechanism_families or {}):
+        name = o.mechanisms[0]
+        fams = ", ".join(family_of_name(name))
+        raise DriftlabError(f"--mechanisms {','.join(o.mechanisms)}: mechanisms of {fams}, and no selected experiment "
+                            f"is of that family ({', '.join(sorted(families))}); running the defaults instead would "
+                            "mislead")
 
 
 def plan(request: Request) -> dict[str, list[Cell]]:
@@ -200,15 +284,16 @@ def plan(request: Request) -> dict[str, list[Cell]]:
     """
     options = request.options
     assign_mechanisms(options)
+    check_flags(request)
     for name in request.experiments:
         EXPERIMENTS[name].check(options)
     reps = options.extra.get("repetitions")
     if reps:
         probe = replace(options, extra={**options.extra, "repetitions": 1})
-        _refuse_if_impossible(request, {n: reps * sum(c.repetitions for c in EXPERIMENTS[n].cells(request.profile, request.seed, probe))
-                                        for n in request.experiments})
+        _refuse_if_impossible(request, {n: EXPERIMENTS[n].cells(request.profile, request.seed, probe)
+                                        for n in request.experiments}, reps)
     cells = {name: EXPERIMENTS[name].cells(request.profile, request.seed, options) for name in request.experiments}
-    if options.workloads:
+    if options.workloads and any(EXPERIMENTS[n].family == "revalidation" for n in request.experiments):
         from scenarios import load_scenarios
 
         known = load_scenarios(tuple(options.scenario_dirs), family="revalidation")["revalidation"]
@@ -217,18 +302,52 @@ def plan(request: Request) -> dict[str, list[Cell]]:
             raise DriftlabError(f"--workloads: unknown workload {unknown[0]!r} (known: {', '.join(known)})")
         cells = {name: [c for c in cs if "workload" not in c.p or c.p["workload"] in options.workloads]
                  for name, cs in cells.items()}
-    _refuse_if_impossible(request, {name: sum(c.repetitions for c in cs) for name, cs in cells.items()})
+    _refuse_if_impossible(request, cells)
     return cells
 
 
 def notes(request: Request) -> Iterator[str]:
-    """One-line notes on what the request asks that some experiments cannot do."""
+    """One-line notes on what the request asks that some experiments cannot do (said, then ignored)."""
     o = request.options
+    selected = [EXPERIMENTS[n] for n in request.experiments]
+    families = {e.family for e in selected}
     if o.scenario_dirs or o.workloads:
-        for name in request.experiments:
-            e = EXPERIMENTS[name]
+        for e in selected:
             if not e.uses_user_scenarios and e.family == "revalidation":
-                yield f"{name} runs the lab's own refund scenario only; --scenario-dir/--workloads do not apply to it"
+                yield f"{e.name} runs the lab's own refund scenario only; --scenario-dir/--workloads do not apply to it"
+    for fam, names in (o.mechanism_families or {}).items():
+        if fam not in families:
+            yield (f"--mechanisms {', '.join(names)}: {fam} mechanism(s), and no selected experiment is of the {fam} "
+                   "family; ignored")
+    for e in selected:
+        if not e.uses_mechanisms and e.family in (o.mechanism_families or {}):
+            yield f"{e.name} runs its own mechanisms only; --mechanisms does not apply to it"
+    if o.workloads and "revalidation" not in families:
+        yield "--workloads names revalidation workloads, and no selected experiment is of that family; ignored"
+    if o.backend != "sqlite" and not any(e.uses_backend for e in selected):
+        yield (f"--backend {o.backend}: none of the selected experiments ({', '.join(request.experiments)}) runs on a "
+               "chosen backend; ignored")
+    if request.scheduler and request.executor != "dask":
+        yield f"--scheduler {request.scheduler} applies only with --executor dask; ignored (cells run locally)"
+
+
+def check_scheduler(address: str) -> None:
+    """Refuse a Dask scheduler that does not answer, before anything is written."""
+    from dask.distributed import Client
+
+    try:
+        Client(address, timeout="5s").close()
+    except (OSError, TimeoutError) as exc:
+        raise DriftlabError(f"--scheduler {address}: cannot connect ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    except ValueError as exc:
+        raise DriftlabError(f"--scheduler {address}: {str(exc).splitlines()[0]}") from None
+
+
+def time_limit(request: Request, cells: list[Cell], experiment: Experiment) -> float:
+    """``--cell-timeout``, else the longest default limit of the experiment's cells."""
+    if request.cell_timeout is not None:
+        return request.cell_timeout
+    return max((experiment.time_limit(c, request.options) for c in cells), default=experiment.cell_timeout_s)
 
 
 def run(request: Request) -> Path:
@@ -240,6 +359,12 @@ def run(request: Request) -> Path:
     usable_out(run_dir)
     manifest = identity(request)
     check_identity(run_dir, manifest)  # refuse a changed run before creating anything
+    if run_dir.is_dir():
+        check_layout(run_dir)  # what a rerun keeps must be readable: refuse now, not after its cells ran
+    if request.executor == "dask" and request.scheduler:
+        check_scheduler(request.scheduler)
+    for note in notes(request):
+        print(f"driftlab: note: {note}", file=sys.stderr)
     run_dir.mkdir(parents=True, exist_ok=True)
     with RunLock(run_dir):
         resumed = check_identity(run_dir, manifest)  # again, now that no other run can change the folder
@@ -254,14 +379,17 @@ def run(request: Request) -> Path:
             link_latest(run_dir)
         say = (lambda msg: None) if request.quiet else (lambda msg: print(f"driftlab: {msg}", file=sys.stderr))
         say(f"run folder {run_dir}")
-        for note in notes(request):
-            print(f"driftlab: note: {note}", file=sys.stderr)
         done = {}
-        for name in request.experiments:
+        estimate = {n: estimate_seconds(request, {n: pending(run_dir, cells[n])}) for n in request.experiments}
+        started = time.perf_counter()
+        for k, name in enumerate(request.experiments, 1):
             todo = pending(run_dir, cells[name])
+            say(_progress_line(k, name, len(todo), estimate, request.experiments, time.perf_counter() - started))
             t0 = time.perf_counter()
             written = run_cells(EXPERIMENTS[name], cells[name], options, run_dir, request.jobs,
-                                progress=not request.quiet, executor=request.executor, scheduler=request.scheduler)
+                                progress=not request.quiet, executor=request.executor, scheduler=request.scheduler,
+                                label=f"[{k}/{len(request.experiments)}] {name}",
+                                timeout_s=time_limit(request, cells[name], EXPERIMENTS[name]))
             done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
                           "wall_seconds": round(time.perf_counter() - t0, 3)}
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)

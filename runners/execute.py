@@ -12,13 +12,12 @@ is ever appended to, so no record can be duplicated.
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
-from runners.experiment import Cell, CellOutput, Experiment, Options, compute
+from runners.experiment import Cell, CellOutput, Experiment, Options, compute, mechanism_of
 from vocabulary import History, history_to_jsonl
 
 RECORDS = "records"
@@ -63,17 +62,12 @@ def write_cell(run_dir: Path, cell: Cell, output: "dict[str, list] | CellOutput"
 
 
 class CellFailed(Exception):
-    """A cell raised: reported as one line naming the experiment, the cell and the error (exit 2)."""
+    """A cell failed (its mechanism's code, the lab's store, its worker or its time limit): one line naming the
+    experiment, the cell (and so the mechanism) and what happened; the run stops, finished cells are kept."""
 
 
-def _work(args: tuple) -> tuple[Cell, "CellOutput | str"]:
+def _compute(args: tuple) -> tuple[Cell, "CellOutput | str"]:
     return compute(*args)
-
-
-def _ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the parent, which terminates them: a worker interrupted
-    mid-message could leave the pool's queues locked and the parent hung."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def pending(run_dir: Path, cells: list[Cell]) -> list[Cell]:
@@ -87,20 +81,24 @@ def remove_partial_files(run_dir: Path, experiment: str) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def _local(experiment: Experiment, todo: list[Cell], options: Options, jobs: int):
-    """Cells in this process, or in a pool of forked worker processes; yields (cell, output) as they finish."""
-    args = [(experiment, c, options) for c in todo]
-    if jobs <= 1 or not experiment.parallel or len(todo) <= 1:
-        yield from map(_work, args)
-        return
-    import multiprocess
+def _local(experiment: Experiment, todo: list[Cell], options: Options, jobs: int, timeout_s: float | None):
+    """Cells in forked worker processes (one at a time unless the experiment runs in parallel); yields
+    (cell, output) as they finish.  A worker that dies or a cell past its time limit is a failed cell."""
+    from runners.workers import TaskTimedOut, WorkerDied, run_workers
 
-    with multiprocess.get_context("fork").Pool(jobs, initializer=_ignore_sigint) as pool:
-        yield from pool.imap_unordered(_work, args)
+    tasks = [(experiment, c, options) for c in todo]
+    try:
+        for _, result in run_workers(_compute, tasks, jobs if experiment.parallel else 1, timeout_s):
+            yield result
+    except (WorkerDied, TaskTimedOut) as exc:
+        cell = exc.task[1]
+        who = mechanism_of(cell)
+        yield cell, (f"mechanism {who}: " if who else "") + str(exc)
 
 
 def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_dir: Path, jobs: int,
-              progress: bool = True, executor: str = "local", scheduler: str | None = None) -> int:
+              progress: bool = True, executor: str = "local", scheduler: str | None = None,
+              label: str | None = None, timeout_s: float | None = None) -> int:
     """Run the cells not yet on disk; returns how many records were written now.
 
     Wherever a cell runs (here, a local pool, a Dask worker), its output comes
@@ -111,15 +109,15 @@ def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_d
     remove_partial_files(run_dir, experiment.name)
     todo = pending(run_dir, cells)
     total = sum(c.repetitions for c in todo)
-    bar = tqdm(total=total, unit="exec", desc=experiment.name, disable=not progress or not todo,
+    bar = tqdm(total=total, unit="exec", desc=label or experiment.name, disable=not progress or not todo,
                dynamic_ncols=True, leave=True)
     written = 0
     if executor == "dask" and experiment.parallel and todo:
         from runners.dask_executor import run_on_dask
 
-        results = run_on_dask(experiment, todo, options, jobs, scheduler)
+        results = run_on_dask(experiment, todo, options, jobs, scheduler, timeout_s)
     else:
-        results = _local(experiment, todo, options, jobs)
+        results = _local(experiment, todo, options, jobs, timeout_s)
     try:
         for cell, output in results:
             if isinstance(output, str):

@@ -144,6 +144,12 @@ class Experiment:
     uses_user_scenarios: ClassVar[bool] = True
     #: rough cost of one execution on one core, for refusing impossible requests before they start
     seconds_per_execution: ClassVar[float] = 0.001
+    #: True if the experiment runs on ``--backend`` (otherwise the flag is said not to apply)
+    uses_backend: ClassVar[bool] = False
+    #: False if the experiment runs only its own mechanisms (``--mechanisms`` is then said not to apply to it)
+    uses_mechanisms: ClassVar[bool] = True
+    #: the least time limit of one cell (``--cell-timeout`` overrides); see :meth:`time_limit`
+    cell_timeout_s: ClassVar[float] = 300.0
 
     def listing(self) -> list[tuple[str, str]]:
         """Extra (name, description) lines for `driftlab list` under this experiment (e.g. its schedules)."""
@@ -156,6 +162,15 @@ class Experiment:
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         raise NotImplementedError
 
+    def seconds(self, cell: Cell, options: Options) -> float:
+        """Estimated time of one cell on one core (every size option counts: override where a cell's cost
+        depends on more than its repetitions, e.g. rounds or a graph's declared work)."""
+        return cell.repetitions * self.seconds_per_execution
+
+    def time_limit(self, cell: Cell, options: Options) -> float:
+        """A cell's default time limit: ten times its estimate, at least :attr:`cell_timeout_s`."""
+        return max(self.cell_timeout_s, 10 * self.seconds(cell, options))
+
     def run_cell(self, cell: Cell, options: Options) -> "dict[str, list] | CellOutput":
         """Run one cell; return its records as columns (equal-length lists), or a CellOutput with its history."""
         raise NotImplementedError
@@ -164,14 +179,33 @@ class Experiment:
         """Raise DriftlabError for bad options before anything is written."""
 
 
+#: the cell parameters that name the mechanism a cell runs (families name it differently)
+MECHANISM_PARAMS = ("mechanism", "runtime", "profile")
+
+
+def mechanism_of(cell: Cell) -> str | None:
+    """The mechanism a cell runs, from its parameters (None for cells of no one mechanism)."""
+    p = cell.p
+    return next((str(p[k]) for k in MECHANISM_PARAMS if k in p), None)
+
+
 def compute(experiment: Experiment, cell: Cell, options: Options) -> tuple[Cell, "CellOutput | str"]:
-    """Run one cell where it is (a pool worker, a Dask worker); an error comes back as its one-line text."""
+    """Run one cell where it is (a worker, a Dask worker); a failure comes back as its one-line text.
+
+    A lost connection of the lab's own store is retried once (:func:`runners.plugins.retry_on_store_fault`);
+    ``sys.exit`` in a plug-in is a failure of the cell, not the end of the worker."""
+    from runners.plugins import PluginFailed, describe, retry_on_store_fault
+
+    who = mechanism_of(cell)
     try:
-        output = experiment.run_cell(cell, options)
+        output = retry_on_store_fault(experiment.run_cell, cell, options)
         return cell, output if isinstance(output, CellOutput) else CellOutput(output)
+    except PluginFailed as exc:
+        return cell, str(exc) if exc.mechanism or not who else f"mechanism {who}: {exc}"
+    except SystemExit as exc:
+        return cell, (f"mechanism {who}: " if who else "") + f"called sys.exit({exc.code!r})"
     except Exception as exc:  # noqa: BLE001 - any failure of a cell (a plug-in's bug included) is reported, not raised
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        return cell, f"{type(exc).__name__}" + (f": {text}" if text else "")
+        return cell, (f"mechanism {who}: " if who else "") + describe(exc)
 
 
 def lazy(dotted: str):

@@ -1,6 +1,8 @@
 """Every experiment the lab runs, by artifact name: one import and one line per experiment."""
 from __future__ import annotations
 
+from runners.agent.matrix import AgentMatrix
+from runners.agent.overhead import AgentOverhead
 from runners.experiment import Experiment
 from runners.isolation.contract_omission import IsolationContractOmission
 from runners.isolation.levels import IsolationLevels
@@ -10,6 +12,7 @@ from runners.isolation.runtimes import IsolationRuntimes
 from runners.isolation.undeclared import IsolationUndeclared
 from runners.resume.concurrency import ResumeConcurrency
 from runners.resume.faults import ResumeFaults
+from runners.resume.frameworks import ResumeFrameworks
 from runners.resume.independence import ResumeIndependence
 from runners.resume.overhead import ResumeOverhead
 from runners.resume.profile import ResumeProfile
@@ -39,6 +42,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     ResumeConcurrency(),
     ResumeProfile(),
     ResumeOverhead(),
+    ResumeFrameworks(),
+    # one agent, three failure modes, the guard's layers (issue 15)
+    AgentMatrix(),
+    AgentOverhead(),
 )}
 
-FAMILIES = ("revalidation", "isolation", "resume")
+FAMILIES = ("revalidation", "isolation", "resume", "agent")

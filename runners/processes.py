@@ -151,10 +151,14 @@ def _child(fn: Callable, args: Iterable) -> None:
 
 
 def fork_start(fn: Callable, args: Iterable = ()) -> int:
-    """Fork; the child runs ``fn(*args)`` and exits.  Returns the child's pid (reap it with :func:`wait`)."""
+    """Fork; the child runs ``fn(*args)`` and exits.  Returns the child's pid (reap it with :func:`wait`).
+
+    The child dies with this process (:func:`die_with_parent`): a step never outlives whoever forked it."""
     _flush()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
+        die_with_parent(parent)
         _child(fn, args)
     return pid
 
@@ -302,6 +306,7 @@ class StepServer:
 
 def _step_server_main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(os.getppid())  # Ctrl-C or SIGKILL of the cell's process ends the server (and its steps) at once
     replies = os.fdopen(os.dup(1), "w")  # replies on the original stdout; whatever steps print goes to stderr
     os.dup2(2, 1)
     serve_steps(sys.stdin, replies)

@@ -46,12 +46,20 @@ def machine() -> dict:
     }
 
 
+def framework_environments() -> dict:
+    """Every framework environment built from its current lock: its cache folder and the exact installed versions."""
+    from runners.resume.envs import built
+
+    return built()
+
+
 def write_provenance(run_dir: Path, *, profile: str, seed: int, jobs: int, experiments: dict[str, dict],
                      resumed: bool, executor: str = "local") -> None:
     data = {
         "command": shlex.join(["driftlab", *sys.argv[1:]]),
         "profile": profile, "seed": seed, "jobs": jobs, "executor": executor, "resumed": resumed,
         "git": git_state(), "versions": versions(), "machine": machine(),
+        "framework_environments": framework_environments(),
         "experiments": experiments,
         "wall_seconds": {name: e["wall_seconds"] for name, e in experiments.items()},
     }

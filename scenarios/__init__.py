@@ -30,6 +30,7 @@ PARSERS: dict[str, tuple[str, Path]] = {
     "revalidation": ("scenarios.revalidation.workload:parse_scenario", HERE / "revalidation" / "workloads"),
     "resume": ("scenarios.resume.loader:parse_scenario", HERE / "resume"),
     "isolation": ("scenarios.isolation.loader:parse_scenario", HERE / "isolation"),
+    "agent": ("scenarios.agent.loader:parse_scenario", HERE / "agent"),
 }
 
 
@@ -85,4 +86,8 @@ def load_scenarios(extra_dirs: tuple[Path | str, ...] = (), family: str | None =
             raise ScenarioError(f"{path}: name: {scenario.name!r} is already defined by {where[fam, scenario.name]}")
         where[fam, scenario.name] = path
         out[fam][scenario.name] = scenario
+    for fam, scenarios in out.items():  # references between files, resolved now, so the message names the file
+        link = getattr(importlib.import_module(PARSERS[fam][0].partition(":")[0]), "link", None)
+        if link is not None and (family is None or fam == family):
+            link(scenarios)
     return out if family is None else {family: out[family]}

@@ -1,4 +1,6 @@
-"""``driftlab check`` on stored histories: prose witnesses and the exit code follows the verdict.
+"""``driftlab check`` on stored histories: prose witnesses and the exit code follows the verdict; histories
+validated against their family's declared format, judged partition by partition with the whole file's verdicts,
+and printed as JSON on request (issue 16 §1-§2; malformed histories are rows of test_bad_input.py).
 
 A race cell's history is stored in the run folder by a real run; the test then plants a double commit
 (one pair's refused commit rewritten as committed) and an indeterminate commit into copies of it.
@@ -12,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from analysis.checkers import checkers, schemas
+from runners.check import check
 from runners.cli import main
+from vocabulary import history_from_jsonl, history_to_jsonl
+from vocabulary.schema import readme_block
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +68,117 @@ def test_an_indeterminate_commit_is_unknown_not_valid(race_history, tmp_path, ca
     code = main(["check", str(write(tmp_path / "unknown.jsonl", rows))])
     captured = capsys.readouterr()
     assert code == 2 and "verdict: unknown" in captured.out and "verdict: valid" not in captured.out
+
+
+# ------------------------------------------------------------------ issue 16 §1-§2: validated, partitioned, JSON
+def whole_file_verdicts(path: Path) -> dict[str, str]:
+    """Every checker of the family on the whole history at once (the reference the partitions must agree with)."""
+    history = history_from_jsonl(path.read_text())
+    return {name: c.check(history).verdict.value for name, c in checkers(history.family).items()}
+
+
+def partitioned_verdicts(path: Path, **options) -> tuple[dict[str, str], int]:
+    outcome = check(path, **options)
+    return {r.checker: r.verdict.value for r in outcome.results}, outcome.partitions
+
+
+@pytest.fixture(scope="module")
+def isolation_histories(tmp_path_factory) -> list[Path]:
+    out = tmp_path_factory.mktemp("iso") / "run"
+    assert main(["reproduce", "--only", "isolation_levels", "--jobs", "1", "--out", str(out), "--quiet"]) == 0
+    return sorted((out / "histories" / "isolation_levels").glob("*.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def resume_history(tmp_path_factory) -> Path:
+    """Every fault-matrix cell on the naive runtime (it breaks EO, CO, CV, PC) in one history, one group per cell."""
+    import scenarios
+    from runners.resume.cells import Recorder, finish, play, setup_backend
+    from runners.resume.procs import InProcessExecutor
+    from scenarios.resume.loader import by_kind, cell_graph
+    from vocabulary.resume import Backend
+
+    scen = scenarios.load_scenarios(family="resume")["resume"]
+    graphs, cells = by_kind(scen, "graph"), sorted(by_kind(scen, "cell").values(), key=lambda c: c.order)
+    tmp = tmp_path_factory.mktemp("resume")
+    rec = Recorder(cell_graph(cells[0], graphs), {"cell": "every cell"})
+    history = None
+    for i, cell in enumerate(cells):
+        graph = cell_graph(cell, graphs)
+        backend = Backend("sqlite", str(tmp / f"cell{i}"), "t")
+        setup_backend("naive", backend, graph)
+        executor = InProcessExecutor("naive", backend, graph)
+        for r in range(cell.replicas):
+            play(cell, executor, rec, f"{cell.name}-{r}", cell.name)
+        history = finish(rec, "naive", backend, graph)
+    path = tmp / "naive.jsonl"
+    path.write_text(history_to_jsonl(history))
+    return path
+
+
+def test_partitions_judged_apart_give_the_whole_files_verdicts(race_history, isolation_histories, resume_history, tmp_path):
+    """Planted bugs: a partition key that splits what a checker must see together (a race pair, a workflow and the
+    children it spawned, a run and its ledger rows), a partition dropped or judged twice, a merge of per-partition
+    results that folds unknown or invalid into valid.  Judged one partition per batch, in one process and in two."""
+    rows = lines(race_history)
+    first_refused_commit(rows)["status"] = "ok"  # one invalid pair among valid ones
+    planted = write(tmp_path / "double.jsonl", rows)
+    histories = [race_history, planted, *isolation_histories, resume_history]
+    seen = set()
+    for path in histories:
+        whole = whole_file_verdicts(path)
+        for jobs in (1, 2):
+            parts, partitions = partitioned_verdicts(path, jobs=jobs, batch=1)
+            assert parts == whole, (path.name, jobs)
+        seen |= set(whole.values())
+        assert partitions > 1, f"{path.name} was not partitioned"
+    assert {"valid", "invalid"} <= seen, "the histories cover both verdicts"
+
+
+def test_the_labs_own_histories_pass_the_validator(race_history, isolation_histories, resume_history):
+    """Planted bug: a declaration stricter than the lab's own writers (a key the runtime leaves out marked required,
+    a type it writes refused), so `driftlab check` refuses the lab's own histories."""
+    for path in [race_history, *isolation_histories, resume_history]:
+        check(path)  # raises DriftlabError (exit 2) on any line the declaration refuses
+
+
+def test_json_format_carries_the_verdicts_and_the_witnessed_operations(race_history, tmp_path, capsys):
+    """Planted bugs: JSON output that drops witnesses or the operations they name, or whose verdict disagrees with
+    the prose and the exit code."""
+    rows = lines(race_history)
+    refused = first_refused_commit(rows)
+    refused["status"] = "ok"
+    path = write(tmp_path / "double.jsonl", rows)
+    code = main(["check", str(path), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1 and doc["verdict"] == "invalid" and doc["family"] == "revalidation"
+    assert doc["operations"] == len(rows) - 1 and doc["partitions"] > 1
+    pair = next(c for c in doc["checkers"] if c["checker"] == "one_commit_per_pair")
+    assert pair["verdict"] == "invalid" and pair["witnesses"]
+    witness = pair["witnesses"][0]
+    assert refused["index"] in witness["steps"] and "two commits" in witness["explanation"]
+    assert [o["index"] for o in witness["operations"]] == witness["steps"]
+    assert any(o == {k: refused[k] for k in ("index", "actor", "op", "status", "start", "end", "value")}
+               for o in witness["operations"])
+    assert main(["check", str(path)]) == 1 and "verdict: invalid" in capsys.readouterr().out
+
+
+def test_allow_unknown_ops_accepts_extra_operations_and_says_so(tmp_path, capsys):
+    """Planted bugs: --allow-unknown-ops ignored (the history refused), or undeclared operations accepted silently."""
+    head = {"history": 1, "family": "isolation", "meta": {"contracts": []}}
+    ops = [{"index": 1, "actor": "T1", "op": "start", "status": "ok", "start": 1, "end": 1, "value": {"workflow": "T1"}},
+           {"index": 2, "actor": "T1", "op": "note", "status": "ok", "start": 2, "end": 2, "value": {"text": "hi"}}]
+    path = write(tmp_path / "h.jsonl", [head, *ops])
+    assert main(["check", str(path)]) == 2 and "'note' is not an operation" in capsys.readouterr().err
+    assert main(["check", str(path), "--allow-unknown-ops"]) == 0
+    captured = capsys.readouterr()
+    assert "verdict: valid" in captured.out and "note (1)" in captured.err
+
+
+def test_the_readme_tables_are_the_declared_formats():
+    """Planted bug: the README's per-family operation table drifting from the declaration the validator uses."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for family, schema in schemas().items():
+        assert readme_block(readme, family) == schema.markdown(), (
+            f"README's {family} history table differs from vocabulary.{family}.HISTORY: "
+            f"run `./dev python -m runners.check --readme` to regenerate it")

@@ -75,3 +75,17 @@ def test_overhead_ratio_is_guard_over_stock_medians():
     out = overhead_ratios({"benchmarks": [bench("stock", 0.002, 0), bench("guard", 0.0022, 0),
                                           bench("stock", 0.002, 1), bench("guard", 0.0022, 1)]})
     assert round(float(out["ratio"].iloc[0]), 3) == 1.1
+
+
+def test_overhead_ratio_per_stack_pairs_each_stack_with_stock_of_its_repetition():
+    """Each stack (guard, full) gets its own ratio over the stock time of the same repetition.
+
+    Planted bugs caught: a full-stack ratio taken over the guard's time instead of stock's (it would read 1.0),
+    pairing a stack with another repetition's stock time (1.25 / 0.8 instead of 1.2 each)."""
+    def bench(saver, median, rep):
+        return {"extra_info": {"saver": saver, "backend": "postgres", "operation": "step", "repetition": rep},
+                "stats": {"median": median}}
+    out = overhead_ratios({"benchmarks": [bench("stock", 0.004, 0), bench("guard", 0.0044, 0), bench("full", 0.0048, 0),
+                                          bench("stock", 0.005, 1), bench("guard", 0.0055, 1), bench("full", 0.006, 1)]})
+    got = {r.stack: (round(r.ratio, 3), round(r.ratio_min, 3), round(r.ratio_max, 3)) for r in out.itertuples()}
+    assert got == {"full": (1.2, 1.2, 1.2), "guard": (1.1, 1.1, 1.1)}

@@ -1,4 +1,4 @@
-"""The LangGraph consume-once guard: conformance kit, claims, refusals, recovery, schema, effects.
+"""driftguard's consume-once layer on LangGraph: conformance kit, claims, refusals, recovery, schema, effects.
 
 Real LangGraph, real SQLite files and a real PostgreSQL schema, real forked
 processes and a real SIGKILL.  Each test names the planted bug it catches.
@@ -29,10 +29,8 @@ from langgraph.types import Command, interrupt  # noqa: E402
 from psycopg.rows import dict_row  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
-from mechanisms.resume.langgraph_effects import OnceLedger, fire_once  # noqa: E402
-from mechanisms.resume.langgraph_guard import (GuardedAsyncPostgresSaver, GuardedAsyncSqliteSaver,  # noqa: E402
-                                               GuardedPostgresSaver, GuardedSqliteSaver, ResumeRefused)
-from mechanisms.resume.langgraph_schema import InvalidState, StateSchema  # noqa: E402
+from driftguard import (GuardedAsyncPostgresSaver, GuardedAsyncSqliteSaver, GuardedPostgresSaver,  # noqa: E402
+                        GuardedSqliteSaver, InvalidState, OnceLedger, ResumeRefused, StateSchema, fire_once)
 from runners.processes import Barrier, fork_start, wait  # noqa: E402
 
 

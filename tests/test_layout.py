@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("vocabulary", "scenarios", "mechanisms", "faults", "analysis", "figures", "runners", "benchmarks")
-FAMILIES = ("revalidation", "isolation", "resume")
+FAMILIES = ("revalidation", "isolation", "resume", "agent")
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess:

@@ -36,8 +36,12 @@ def test_quick_profile_end_to_end(tmp_path):
     The fixture was regenerated after the trust changes (two-severity variants, per-workload rows, counting
     from what was released); before that, the pre-reshape tables matched this run on every count column.
     Planted bug it catches: any drift in an engine, loader, mechanism or counting rule that moves a count."""
-    result = driftlab("reproduce", "--profile", "quick", "--only", "revalidation", "--quiet", cwd=tmp_path)  # the default run folder
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = driftlab("reproduce", "--profile", "quick", "--only", "revalidation", "--quiet", cwd=elsewhere,
+                      env={**os.environ, "DRIFTLAB_RUNS": str(tmp_path / "data" / "runs")})  # the default run folder
     assert result.returncode == 0, result.stderr
+    assert not any(elsewhere.iterdir()), "a default run writes nothing into the current folder"
     out = tmp_path / "data" / "runs" / "latest"
     assert out.is_symlink() and out.resolve().parent == (tmp_path / "data" / "runs").resolve()
     for name in ("report.md", "provenance.json", "run.json", "tables/revalidation_outcomes.csv",
@@ -164,3 +168,24 @@ def test_list_names_everything():
     out = driftlab("list").stdout
     for name in ("revalidation_outcomes", "refund", "cloud_remediation", "procurement", "s5_check_to_commit", "ATR", "NoCheck"):
         assert name in out
+
+
+def test_default_run_folder_is_the_clones_whatever_the_current_folder(monkeypatch, tmp_path):
+    """Planted bug it catches: a default run that writes ``./data/runs`` into whatever folder the user is in."""
+    from runners.engine import default_runs
+
+    monkeypatch.delenv("DRIFTLAB_RUNS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert default_runs() == REPO / "data" / "runs"
+    monkeypatch.setenv("DRIFTLAB_RUNS", str(tmp_path / "mine"))
+    assert default_runs() == tmp_path / "mine"
+
+
+def test_run_identity_does_not_depend_on_where_the_clone_lives():
+    """Planted bug it catches: absolute scenario paths in run.json, so a moved clone makes a rerun a changed run."""
+    from runners.engine import Request, identity
+    from runners.experiment import Options
+
+    manifest = identity(Request(("revalidation_outcomes",), options=Options()))
+    assert manifest["scenario_files"] and not any(Path(k).is_absolute() for k in manifest["scenario_files"])
+    assert "revalidation/workloads/refund.toml" in manifest["scenario_files"]

@@ -207,17 +207,15 @@ def test_the_oracle_agreement_checker_judges_every_execution(records):
     assert tab.loc[("all", "ATR"), "unknown"] == 0
 
 
-def test_a_step_whose_process_dies_is_indeterminate_and_its_execution_unknown(tmp_path):
-    """Planted bug caught: a dead release step aborting the cell, or being counted as a valid execution."""
-    from analysis.revalidation.checkers import OracleAgreement
-    from runners.experiment import Cell
-    from vocabulary import Verdict
+def test_a_mechanism_whose_release_step_dies_or_raises_stops_the_cell_and_is_never_a_result(tmp_path):
+    """Planted bug caught (issue 16 §3, a plug-in that fails is never a result): a mechanism whose validate
+    SIGKILLs its own process or raises, recorded as an indeterminate release and an UNKNOWN execution (a
+    published row) instead of stopping the cell with one line naming the mechanism."""
+    from runners.experiment import Cell, compute
 
     experiment, options = RevalidationDurable(), Options(extra={"repetitions": 2})
-    cell = Cell(experiment.name, (("workload", "refund"), ("mutation_class", "blocking"),
-                                  ("mechanism", "toy_family.killer:Killer")), 2, 7)
-    out = experiment.run_cell(cell, options)
-    assert out.records["outcome"] == ["UNKNOWN", "UNKNOWN"] and out.records["verdict"] == ["unknown", "unknown"]
-    dead = [op for op in out.history.operations if op.indeterminate]
-    assert len(dead) == 2 and {op.name for op in dead} == {"release"} and all(op.end is None for op in dead)
-    assert OracleAgreement().check(out.history).verdict is Verdict.UNKNOWN
+    for mechanism, says in (("toy_family.killer:Killer", "exited with code -9"),
+                            ("toy_family.killer:Raiser", "validate() raised RuntimeError: validation exploded")):
+        cell = Cell(experiment.name, (("workload", "refund"), ("mutation_class", "blocking"), ("mechanism", mechanism)), 2, 7)
+        _, output = compute(experiment, cell, options)
+        assert isinstance(output, str) and f"mechanism {mechanism}: " in output and says in output, output

@@ -27,10 +27,12 @@ from typing import Any, Iterable, Protocol, Sequence
 
 HISTORY_FORMAT = 1
 
-#: Record columns that hold timings: excluded when runs are compared for determinism.
+#: Record and table columns that hold timings (or ratios of timings): excluded when runs are compared for
+#: determinism.
 #: Every record starts with ``experiment, cell``, the cell's parameters, ``repetition`` and ``seed``.
 TIMING_COLUMNS = frozenset({"validation_us", "wall_us", "latency_us", "start_skew_us", "overlap_us",
-                            "overhead_us", "resolve_us", "p50_us", "p95_us", "mean_us", "median_us"})
+                            "overhead_us", "resolve_us", "p50_us", "p95_us", "mean_us", "median_us",
+                            "ratio_to_floor", "ratio_to_naive"})
 
 
 class Verdict(Enum):

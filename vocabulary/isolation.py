@@ -68,6 +68,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
+from vocabulary.schema import ALWAYS, WHEN_OK, HistorySchema, Key, MetaKey, OpSpec, list_of, mapping_of, of_type
+
 KINDS = ("prompt", "model", "index", "policy", "tool")
 IDENTITY_RE = re.compile(r"^(prompt|model|index|policy|tool):[A-Za-z0-9_.\-]+$")
 REF_RE = re.compile(r"^((?:prompt|model|index|policy|tool):[A-Za-z0-9_.\-]+)@([1-9][0-9]*)$")
@@ -321,3 +323,66 @@ NAMED_PROFILES: dict[str, Guarantees] = {
     "CR": Guarantees(False, True, True),
     "SSI": Guarantees(True, True, True),
 }
+
+
+# --------------------------------------------------------------------- the history format (driftlab check)
+
+
+def _contract(text) -> str | None:
+    if not isinstance(text, str):
+        return f"must be a contract string such as 'index:docs@1 requires model:embed@1' (got {text!r})"
+    try:
+        Contract.parse(text)
+    except IsolationError as exc:
+        return str(exc)
+    return None
+
+
+_CONTRACTS = list_of(_contract, "contracts ('kind:a@N requires kind:b@M')")
+_VERSIONS = mapping_of(list_of(of_type("integer"), "integers"), "identity -> list of retained versions")
+
+
+def _group_meta(v) -> str | None:
+    if not isinstance(v, dict):
+        return f"must be an object with contracts and versions (got {v!r})"
+    for name, check in (("contracts", _CONTRACTS), ("versions", _VERSIONS)):
+        if name in v:
+            problem = check(v[name])
+            if problem:
+                return f"{name}: {problem}"
+    return None
+
+
+_WORKFLOW = Key("workflow", "string", doc="the workflow (default: the actor)")
+HISTORY = HistorySchema(
+    "isolation",
+    operations=(
+        OpSpec("start", "a root workflow starts", (_WORKFLOW,)),
+        OpSpec("resolve", "a step resolves an identity through the mechanism (fail: refused, binds nothing)",
+               (_WORKFLOW, Key("identity", "string", ALWAYS), Key("version", "integer", WHEN_OK),
+                Key("via", "string"), Key("reason", "string"))),
+        OpSpec("pause", "the runtime checkpoints the workflow's manifest and drops it",
+               (_WORKFLOW, Key("checkpoint_bytes", "integer"))),
+        OpSpec("resume", "the workflow continues from its checkpoint (same workflow id)", (_WORKFLOW,)),
+        OpSpec("spawn", "a continuation (child, fork or retry) starts with the spawner's view",
+               (_WORKFLOW, Key("child", "string", WHEN_OK), Key("relation", "string", choices=RELATIONS))),
+        OpSpec("merge", "the workflow merges its branches (fail: refused)",
+               (_WORKFLOW, Key("branches", "list", ALWAYS, items="string"), Key("path", "string"), Key("reason", "string"))),
+        OpSpec("end", "the workflow ends", (_WORKFLOW,)),
+        OpSpec("deploy", "a deployment makes a version of an identity live",
+               (Key("identity", "string", ALWAYS), Key("version", "integer", WHEN_OK),
+                Key("previous", "integer", nullable=True))),
+        OpSpec("query", "an application step (a retrieval query); the checkers ignore it"),
+        OpSpec("fetch", "an application step (a document fetch); the checkers ignore it"),
+        OpSpec("embed", "an application step (an embedding call); the checkers ignore it"),
+    ),
+    meta=(
+        MetaKey("contracts", "the declared contracts the checkers judge by", _CONTRACTS),
+        MetaKey("versions", "identity -> retained versions", _VERSIONS),
+        MetaKey("groups", "per execution (`value.group`): its own `contracts` and `versions`",
+                mapping_of(_group_meta, "group -> {contracts, versions}")),
+    ),
+    partition=("group",),
+    separable=True,
+    common=(Key("group", "key", doc="the execution"),),
+)

@@ -35,6 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from vocabulary.schema import ALWAYS, ANSWERED, HistorySchema, Key, MetaKey, OpSpec
+
 FAMILY = "resume"
 
 # --------------------------------------------------------------------- call outcomes (Status.state)
@@ -46,7 +48,10 @@ STATES = (PARKED, DONE, REFUSED, FAILED)
 
 # --------------------------------------------------------------------- operations of a resume history
 START, RESUME, FORK, RECOVER = "start", "resume", "fork", "recover"
-CALLS = (START, RESUME, FORK, RECOVER)
+#: calls only a framework may have (issue 14's framework-only cells): its own replay of a thread from a past
+#: checkpoint, and an external update of the state
+REPLAY, UPDATE = "replay", "update"
+CALLS = (START, RESUME, FORK, RECOVER, REPLAY, UPDATE)
 #: history entries the harness appends after a cell from the stores (status ok, actor "ledger" / "store")
 EFFECT, TRACE, CHECKPOINT = "effect", "trace", "checkpoint"
 
@@ -107,6 +112,9 @@ class GraphSpec:
     name: str
     nodes: tuple[NodeSpec, ...]
     schema: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(SCHEMA))
+    #: how a framework adapter should build the graph beyond the node semantics (``parallel``: sibling nodes run in
+    #: one step; ``state``: how the state is declared); the lab's own runtimes run the nodes in order regardless
+    hints: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         names = [n.name for n in self.nodes]
@@ -188,14 +196,17 @@ class GraphSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (kept in a history's meta, so a checker can rebuild the graph)."""
-        return {"name": self.name, "nodes": [{"name": n.name, "effects": list(n.effects), "interrupt": n.interrupt,
-                                              "invalid": n.invalid, "work_ms": n.work_ms} for n in self.nodes]}
+        out = {"name": self.name, "nodes": [{"name": n.name, "effects": list(n.effects), "interrupt": n.interrupt,
+                                             "invalid": n.invalid, "work_ms": n.work_ms} for n in self.nodes]}
+        if self.hints:
+            out["hints"] = dict(self.hints)
+        return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "GraphSpec":
         return cls(raw["name"], tuple(NodeSpec(n["name"], tuple(n.get("effects", ())), bool(n.get("interrupt")),
                                                bool(n.get("invalid")), float(n.get("work_ms", 0.0)))
-                                      for n in raw["nodes"]))
+                                      for n in raw["nodes"]), hints=dict(raw.get("hints") or {}))
 
     def with_invalid(self, node: str | None) -> "GraphSpec":
         """The same graph with ``node`` returning a schema-invalid state (None: unchanged)."""
@@ -203,7 +214,7 @@ class GraphSpec:
             return self
         self.node(node)
         return GraphSpec(self.name, tuple(NodeSpec(n.name, n.effects, n.interrupt, n.name == node, n.work_ms)
-                                          for n in self.nodes), self.schema)
+                                          for n in self.nodes), self.schema, self.hints)
 
 
 #: The lab's default graph: an effect before the interrupt, the gated effect after it, one more after that.
@@ -318,3 +329,46 @@ class TraceRow:
     def to_dict(self) -> dict[str, Any]:
         return {"seq": self.seq, "run": self.run_id, "step": self.step, "node": self.node, "kind": self.kind,
                 "resume": self.value, "pid": self.pid, "at": self.at, "op": self.op}
+
+
+# --------------------------------------------------------------------- the history format (driftlab check)
+
+
+def _graph(raw) -> str | None:
+    if not isinstance(raw, dict):
+        return f"must be an object {{name, nodes: [{{name, effects, interrupt, invalid, work_ms}}]}} (got {raw!r})"
+    try:
+        GraphSpec.from_dict(raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"not a graph ({type(exc).__name__}: {exc})"
+    return None
+
+
+_CALL = (Key("run", "string", ALWAYS), Key("op", "string", ALWAYS, doc="the call's label, stamped on its ledger rows"),
+         Key("group", "key"), Key("state", "string", ANSWERED, choices=STATES), Key("values", "object", nullable=True),
+         Key("resume", "any"), Key("checkpoint", "string", nullable=True), Key("reason", "string"),
+         Key("ordinal", "integer"))
+HISTORY = HistorySchema(
+    "resume",
+    operations=(
+        OpSpec(START, "the harness starts a run (indeterminate: its process was killed)", _CALL),
+        OpSpec(RESUME, "the harness resumes a run with a value (`resume`), at its head or at `checkpoint`", _CALL),
+        OpSpec(FORK, "the harness forks a new run from a checkpoint of another",
+               _CALL + (Key("from_run", "string"), Key("from_checkpoint", "string", nullable=True))),
+        OpSpec(RECOVER, "the harness recovers a run after a crash (`ordinal`: its n-th recovery)", _CALL),
+        OpSpec(CHECKPOINT, "a checkpoint the store holds afterwards",
+               (Key("run", "string", ALWAYS), Key("step", "integer", ALWAYS), Key("values", "object", ALWAYS),
+                Key("created", "number", ALWAYS), Key("parked", "boolean"), Key("checkpoint", "string"),
+                Key("next", "string", nullable=True), Key("parent", "string", nullable=True))),
+        OpSpec(EFFECT, "an effect that fired (a row of the effect ledger)",
+               (Key("run", "string", ALWAYS), Key("task", "string", ALWAYS), Key("effect", "string", ALWAYS),
+                Key("op", "string"), Key("at", "number"), Key("payload", "any"))),
+        OpSpec(TRACE, "a row of the ledger's trace: a node ran, consumed the resume value, or was memo-replayed",
+               (Key("run", "string", ALWAYS), Key("step", "integer", ALWAYS),
+                Key("kind", "string", ALWAYS, choices=(NODE_RUN, CONSUME, MEMO)), Key("node", "string"),
+                Key("op", "string"), Key("at", "number"), Key("resume", "any"))),
+    ),
+    meta=(MetaKey("graph", "the graph, `GraphSpec.to_dict()`: the schema, the interrupt, the gated node", _graph),),
+    partition=("group", "run"),
+    separable=False,
+)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
+from vocabulary.schema import ALWAYS, ANSWERED, WHEN_OK, HistorySchema, Key, OpSpec
+
 
 class Outcome(IntEnum):
     """Validation outcome; the integer order *is* the dominance order."""
@@ -160,3 +162,37 @@ def reverse_index(premises: Iterable[Premise]) -> dict[Ref, tuple[int, ...]]:
         for ref in premise.evidence:
             index.setdefault(ref, []).append(i)
     return {ref: tuple(ids) for ref, ids in index.items()}
+
+
+# --------------------------------------------------------------------- the history format (driftlab check)
+
+_STATE = "object: amount, refunds, refund_limit, refunds_enabled"
+HISTORY = HistorySchema(
+    "revalidation",
+    operations=(
+        OpSpec("setup", "the fresh target and policy of a race or cross-resource execution",
+               (Key("state", "object", ALWAYS, doc=_STATE),)),
+        OpSpec("begin", "an actor opens a transaction"),
+        OpSpec("read_target", "an actor reads the target row (amount, refunds, version)", (Key("result", "any"),)),
+        OpSpec("read_policy", "an actor reads the policy row", (Key("result", "any"),)),
+        OpSpec("validate", "an actor evaluates the refund rule on what it read", (Key("result", "any"),)),
+        OpSpec("set_policy", "a policy admin writes policy fields; `result` `committed` (in effect at once) or "
+               "`updated` (in effect at the actor's next `commit_txn`)",
+               (Key("args", "object", ALWAYS), Key("result", "string"))),
+        OpSpec("commit_txn", "an actor commits its open transaction"),
+        OpSpec("commit", "an attempt to release the effect: ok committed, fail refused, indeterminate unknown",
+               (Key("target_token", "integer", nullable=True), Key("policy_token", "integer", nullable=True),
+                Key("intent", "string"), Key("result", "string"), Key("refused_by", "string"), Key("lost", "string"))),
+        OpSpec("audit", "what the target held after the execution", (Key("state", "object", ANSWERED),)),
+        OpSpec("decide", "a durable cell's agent decides (records its reads and premises)"),
+        OpSpec("mutate", "a durable cell's second actor changes business state", (Key("changes", "object"),)),
+        OpSpec("release", "a durable cell's validation and release: the mechanism's `outcome` beside the scenario's "
+               "declared `oracle`",
+               (Key("oracle", "string", WHEN_OK, choices=("KEEP", "REFRESH", "REPLAN", "BLOCK")),
+                Key("outcome", "string", WHEN_OK, choices=("KEEP", "REFRESH", "REPLAN", "BLOCK")),
+                Key("released", "boolean", WHEN_OK), Key("payload_stale", "boolean"), Key("mechanism", "string"))),
+    ),
+    partition=("group",),
+    separable=True,
+    common=(Key("group", "key", doc="the execution (race pair, cross-resource history, durable execution)"),),
+)

@@ -35,6 +35,7 @@ from typing import Any
 from vocabulary import CheckResult, History, Operation, Verdict, Witness
 from vocabulary.isolation import (ANOMALIES, COMPATIBILITY_SKEW, CONTEXT_ESCAPE, MERGE_SKEW, READ_SKEW, Contract,
                                   IsolationError)
+from vocabulary.isolation import HISTORY  # noqa: F401 - the declared history format `driftlab check` validates
 
 FAMILY = "isolation"
 

@@ -37,6 +37,7 @@ from typing import Any
 from vocabulary import CheckResult, History, Operation, Verdict, Witness
 from vocabulary.resume import (CALLS, CHECKPOINT, CO, CONSUME, CV, EFFECT, EO, FAMILY, FD, FORK, LIVENESS, MEMO,
                                NODE_RUN, PC, RD, RECOVER, REFUSED, RESUME, TRACE, GraphSpec)
+from vocabulary.resume import HISTORY  # noqa: F401 - the declared history format `driftlab check` validates
 
 
 @dataclass
@@ -225,6 +226,8 @@ class ConsumeOnce(_Base):
     gated effects; and a completed resume that did not consume it, while it was consumed, must have been refused."""
 
     name = CO
+    #: the lab's reading: a completed resume of a consumed interrupt must be refused (REMIT's reading: no)
+    refusal_required = True
 
     def judge(self, v: View) -> CheckResult:
         out = []
@@ -255,13 +258,27 @@ class ConsumeOnce(_Base):
                 continue
             earlier = [t for t in consumes.get(run, []) if t.value.get("op") != call.value.get("op")
                        and (call.end is None or (t.value.get("at") or 0) <= call.end)]
-            if earlier and call.value.get("state") != REFUSED:
+            if earlier and call.value.get("state") != REFUSED and self.refusal_required:
                 out.append(Witness((earlier[0].index, call.index), (
                     f"the interrupt of run {run} was consumed by {earlier[0].value.get('op')} "
                     f"(value {earlier[0].value.get('resume')!r}); resume {call.value.get('op')} with "
                     f"{call.value.get('resume')!r} was then answered '{call.value.get('state')}' instead of being "
                     f"refused: its value was silently accepted and never consulted.")))
         return _result(self.name, out, f"{sum(len(r) for r in consumes.values())} consumptions over {len(consumes)} runs")
+
+
+class ConsumeOnceInert(ConsumeOnce):
+    """CO as REMIT reads it (remit-contract 0.1.2): the interrupt's value is consumed at most once and no resume that
+    did not consume it fires its gated effects; a later resume that is accepted with no effect ("inert") conforms.
+    Kept beside the lab's CO (records' ``co_inert``), never instead of it: where the two differ, the report shows
+    both readings."""
+
+    name = "CO (inert)"
+    refusal_required = False
+
+
+#: REMIT's reading of consume-once (not one of the contract's checkers: it is never part of check_all)
+CO_INERT = ConsumeOnceInert()
 
 
 def _signature(v: View, call: Operation) -> str:

@@ -12,6 +12,7 @@ import pandas as pd
 
 from analysis.reference import reference
 from analysis.resume.langgraph_findings import note as langgraph_note
+from analysis.resume.langgraph_findings import remit_races
 from analysis.report import Matrix, Section, row
 
 COLUMNS = ["runtime", "backend", "k", "jitter_ms", "repetitions", "effects_fired_mean", "saturation", "served_mean",
@@ -37,7 +38,8 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     ref = reference("resume_concurrency")
     published = {(v["backend"], int(v["k"]), float(v["jitter_ms"])): v["saturation"] for v in ref.get("values", [])}
     runtimes = list(dict.fromkeys(tab["runtime"]))
-    compared = next((r for r in runtimes if "langgraph" in r.lower() and "guard" not in r.lower()),
+    compared = next((r for r in runtimes if "langgraph" in r.lower() and "guard" not in r.lower()
+                     and "remit" not in r.lower()),
                     "naive" if "naive" in runtimes else None)
     rows, matrices = [], []
     for rt in runtimes:
@@ -67,6 +69,6 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
                   "was apparently just under its largest jitter, so some racers read a head that had moved on.")
     if "postgres" not in set(tab["backend"]):
         notes += " PostgreSQL cells are missing from this run (PostgreSQL was unreachable)."
-    notes = " ".join(x for x in (notes, langgraph_note(concurrency=tab)) if x)  # the paper's LangGraph findings beside this run's
+    notes = " ".join(x for x in (notes, langgraph_note(concurrency=tab), remit_races(tab, records)) if x)  # the paper's LangGraph findings beside this run's
     return Section("resume_concurrency", "Resume: k concurrent resumers of one parked interrupt", rows, notes,
                    matrices=matrices)

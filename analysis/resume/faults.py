@@ -13,6 +13,7 @@ import pandas as pd
 
 from analysis.reference import reference
 from analysis.resume.langgraph_findings import note as langgraph_note
+from analysis.resume.langgraph_findings import remit_faults
 from analysis.report import Matrix, Section, row
 from analysis.resume.verdicts import worst_verdict
 
@@ -55,6 +56,6 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
              f"each recovery is a new process).  The paper's {ref.get('cells', 'fault-matrix')} cells are not published one by one; the lab's "
              f"{len(cells)} cells are declared in scenarios/resume/cell_*.toml (each replica run twice so that "
              "recoveries from one frontier can be compared).  Verdicts are the worst over repetitions.")
-    notes = " ".join(x for x in (notes, langgraph_note(faults=tab)) if x)  # the paper's LangGraph findings beside this run's
+    notes = " ".join(x for x in (notes, langgraph_note(faults=tab), remit_faults(tab, records)) if x)  # the paper's LangGraph findings beside this run's
     return Section("resume_faults", "Resume fault matrix: crash points x operations", rows, notes,
                    matrices=[Matrix("cell x runtime (properties violated)", cells, runtimes, cellmap)])

@@ -14,10 +14,38 @@ import pandas as pd
 from analysis.report import Section, row
 
 AIM = 1.3
-COLUMNS = ["runtime", "repetitions", "median_us", "ratio_to_naive"]
+COLUMNS = ["runtime", "repetitions", "median_us", "ratio_to_naive", "operation", "backend", "ratio_to_stock"]
+STOCK, GUARD, REMIT = "langgraph", "langgraph+guard", "langgraph+remit"
+
+
+def _lab(records: pd.DataFrame) -> pd.DataFrame:
+    """The naive/sequencer benchmark's rows (records without a ``bench`` column are all of that kind)."""
+    return records[records["bench"] == "runtimes"] if "bench" in records else records
+
+
+def _savers(records: pd.DataFrame) -> pd.DataFrame:
+    return records[records["bench"] == "savers"] if "bench" in records else records.iloc[0:0]
+
+
+def saver_ratios(records: pd.DataFrame) -> pd.DataFrame:
+    """Per backend, operation and guard: the median over repetitions of (guard's median / stock's median)."""
+    t = _savers(records)
+    if t.empty:
+        return pd.DataFrame(columns=["backend", "operation", "runtime", "ratio", "ratio_min", "ratio_max"])
+    piv = t.pivot_table(index=["saver_backend", "operation", "repetition"], columns="runtime", values="median_us",
+                        aggfunc="first").reset_index()
+    out = []
+    for (backend, op), g in piv.groupby(["saver_backend", "operation"], sort=True):
+        for rt in (GUARD, REMIT):
+            if rt in g and STOCK in g:
+                r = (g[rt] / g[STOCK]).dropna()
+                out.append({"backend": backend, "operation": op, "runtime": rt, "ratio": float(r.median()),
+                            "ratio_min": float(r.min()), "ratio_max": float(r.max())})
+    return pd.DataFrame(out)
 
 
 def _ratios(records: pd.DataFrame) -> list[float]:
+    records = _lab(records)
     piv = records.pivot_table(index="repetition", columns="runtime", values="median_us", aggfunc="first")
     return [s / n for s, n in zip(piv["sequencer"], piv["naive"])] if {"naive", "sequencer"} <= set(piv.columns) else []
 
@@ -25,17 +53,24 @@ def _ratios(records: pd.DataFrame) -> list[float]:
 def table(records: pd.DataFrame) -> pd.DataFrame:
     ratios = _ratios(records)
     out = []
-    for rt, g in records.groupby("runtime", sort=True):
+    for rt, g in _lab(records).groupby("runtime", sort=True):
         out.append({"runtime": rt, "repetitions": len(g), "median_us": float(g["median_us"].median()),
                     "ratio_to_naive": 1.0 if rt == "naive" else (statistics.median(ratios) if ratios and rt == "sequencer"
-                                                                 else float("nan"))})
+                                                                 else float("nan")),
+                    "operation": "resume", "backend": "sqlite", "ratio_to_stock": float("nan")})
+    ratio = {(r.backend, r.operation, r.runtime): r.ratio for r in saver_ratios(records).itertuples()}
+    for (backend, op, rt), g in _savers(records).groupby(["saver_backend", "operation", "runtime"], sort=True):
+        out.append({"runtime": rt, "repetitions": len(g), "median_us": float(g["median_us"].median()),
+                    "ratio_to_naive": float("nan"), "operation": op, "backend": backend,
+                    "ratio_to_stock": 1.0 if rt == STOCK else ratio.get((backend, op, rt), float("nan"))})
     return pd.DataFrame(out, columns=COLUMNS)
 
 
 def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     ratios = _ratios(records)
     rows = []
-    for rt, us in zip(tab["runtime"], tab["median_us"]):
+    lab = tab[tab["ratio_to_naive"].notna()]
+    for rt, us in zip(lab["runtime"], lab["median_us"]):
         rows.append(row(f"{rt}: one resume, median", us, None, "value", unit="us"))
     if ratios:
         rows.append(row("sequencer / naive (median of per-repetition ratios)", statistics.median(ratios), None, "value"))
@@ -44,4 +79,22 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
              f"effect) measured against naive in the same pytest-benchmark session, interleaved per repetition "
              f"(per-repetition ratios: {', '.join(f'{r:.2f}' for r in ratios)}); {verdict} the aim of {AIM}x. "
              "The paper publishes no latency for its gate.")
-    return Section("resume_overhead", "Resume: cost of the consume-once claim and the write-ahead ledger", rows, notes)
+    sr = saver_ratios(records)
+    for r in sr.itertuples():
+        rows.append(row(f"{r.runtime} / stock LangGraph saver, one {r.operation} on {r.backend} (median of "
+                        f"per-repetition ratios)", r.ratio, None, "value"))
+    if not sr.empty:
+        per = {(r.backend, r.operation, r.runtime): r for r in sr.itertuples()}
+        verdicts = []
+        for backend, op in sorted({(r.backend, r.operation) for r in sr.itertuples()}):
+            g, m = per.get((backend, op, GUARD)), per.get((backend, op, REMIT))
+            if g is not None and m is not None:
+                verdicts.append(f"{op} on {backend}: guard {g.ratio:.2f}x ({g.ratio_min:.2f}..{g.ratio_max:.2f}), "
+                                f"REMIT {m.ratio:.2f}x ({m.ratio_min:.2f}..{m.ratio_max:.2f}): the guard is "
+                                + ("at or below" if g.ratio <= m.ratio else "ABOVE") + " REMIT's overhead")
+        notes += (" LangGraph's stock saver, driftlab's guard and REMIT (remit-contract 0.1.2, cross-process gate on, "
+                  "as its authors recommend for concurrent resumers; strict schema validator) timed in one "
+                  "pytest-benchmark session, interleaved with the order rotated per repetition (aim: the guard at no "
+                  "more than REMIT's overhead): " + "; ".join(verdicts) + ".")
+    return Section("resume_overhead", "Resume: cost of the consume-once claim and the write-ahead ledger; the guard "
+                   "beside REMIT", rows, notes)

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from vocabulary import INDETERMINATE, OK, CheckResult, History, Operation, Verdict, Witness, worst
+from vocabulary.revalidation import HISTORY  # noqa: F401 - the declared history format `driftlab check` validates
 
 COMMIT, SETUP, AUDIT, SET_POLICY, COMMIT_TXN = "commit", "setup", "audit", "set_policy", "commit_txn"
 MAX_OPTIONAL = 8  # indeterminate operations per group beyond which choices are not enumerated (UNKNOWN)

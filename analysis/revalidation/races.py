@@ -157,8 +157,9 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         "cross-resource histories is expected to be judged invalid (its false allows). The paper does not list its "
         "100 cross-resource histories: the lab runs four literal interleavings (`limit_drops`, `refunds_suspended`, "
         "`limit_drops_in_two_steps`, `limit_drops_after_revalidation`), each an equal share of the executions, "
-        "in all of which the policy change commits between validation and commit. The paper measured SQLite only; "
-        "PostgreSQL rows have no published value. Where the run is smaller than the paper's, counts are compared as "
+        "in all of which the policy change commits between validation and commit. The paper measured SQLite only, "
+        "and so does a default run; the same command with `--backend postgres` gives the PostgreSQL rows (no "
+        "published value). Where the run is smaller than the paper's, counts are compared as "
         "shares."
     )
     return Section("revalidation_races", "Race pairs and cross-resource histories", rows, notes)

@@ -1,22 +1,29 @@
-"""What the consume-once guard costs LangGraph: one checkpointed step and one resume, guard vs stock saver.
+"""What driftguard costs LangGraph: one checkpointed step and one resume, stock vs layer 1 vs all three layers.
 
-Serves issue 9's overhead claim (aim: at most 1.15x): the guard adds a claim
-transaction to a resume (an INSERT ... ON CONFLICT in the saver's database)
-and a strict schema check to every persisted checkpoint and write.  Both
-savers are timed in the same session, interleaved (repetition-major), on a
-real SQLite file (WAL, LangGraph's default synchronous=FULL: every commit is
-an fsync), the same on tmpfs (``/dev/shm``: the guard's CPU cost without the
-disk's fsync noise), and on PostgreSQL when it is reachable:
+Serves issue 15's overhead claim (aim: the full stack at most 1.2x stock per
+step and per resume, on SQLite and PostgreSQL).  Three stacks, timed in one
+session, interleaved (repetition-major, the order alternating):
 
-- ``step``: ``invoke`` of a one-node graph on a new thread (the input
-  checkpoint, the node's writes, its checkpoint), ``durability="sync"``;
+- ``stock``: LangGraph's own saver; the nodes resolve their two resources
+  (a prompt, a model) live, as an unguarded application does;
+- ``guard``: layer 1 alone, the guarded saver with schema validation;
+- ``full``: layers 1 + 2 + 3: the guarded saver with schema validation, the
+  resources resolved through the run's manifest (pinned in the checkpoint),
+  and the parking node's three premises declared (``Revalidator.park``) and
+  re-checked on resume (one premise field changed while parked, so the
+  revalidation reads and evaluates).
+
+Backends: a real SQLite file (WAL, LangGraph's default synchronous=FULL), the
+same on tmpfs (``/dev/shm``: CPU cost without fsync noise), PostgreSQL when
+reachable.  Operations, ``durability="sync"``:
+
+- ``step``: ``invoke`` of a one-node graph on a new thread;
 - ``resume``: ``invoke(Command(resume=v))`` of a thread parked at an interrupt
-  (made by ``setup``, outside the timed region): the claim, the interrupted
-  node re-run with the value, its writes and checkpoint.
+  (parked by ``setup``, outside the timed region).
 
-``analysis.resume.langgraph_findings.overhead_ratios`` turns the JSON
-(``--benchmark-json``) into the median over repetitions of each
-repetition's guard / stock ratio, per backend and operation.  Run: ``pytest benchmarks/resume/bench_langgraph_guard.py
+``analysis.resume.langgraph_findings.overhead_ratios`` turns the JSON into the
+median over repetitions of each repetition's stack / stock ratio, per backend
+and operation.  Run: ``pytest benchmarks/resume/bench_langgraph_guard.py
 --benchmark-json out.json``.
 """
 from __future__ import annotations
@@ -27,36 +34,86 @@ import sqlite3
 import tempfile
 import uuid
 from pathlib import Path
-from typing import TypedDict
+from typing import Annotated, TypedDict
 
 import pytest
 
+from driftguard import (REPLAN, DictSource, Pins, Premise, Resources, Revalidator, guarded)
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from mechanisms.resume.langgraph_guard import GuardedPostgresSaver, GuardedSqliteSaver
 from runners.backends import create_schema, drop_schema
 
-SAVERS = {"stock": {"sqlite": SqliteSaver, "sqlite-tmpfs": SqliteSaver, "postgres": PostgresSaver},
-          "guard": {"sqlite": GuardedSqliteSaver, "sqlite-tmpfs": GuardedSqliteSaver, "postgres": GuardedPostgresSaver}}
+STACKS = ("stock", "guard", "full")
 BACKENDS = ("sqlite", "sqlite-tmpfs", "postgres")
 TMPFS = Path("/dev/shm")
+ALIASES = ("prompt:refund", "model:chat")
+
+RESOURCES = Resources(contracts=["prompt:refund@1 requires model:chat@1"])
+RESOURCES.deploy("prompt:refund", 1, "Refund politely.")
+RESOURCES.deploy("model:chat", 1, "chat-v1")
+PINS = Pins(RESOURCES)
+SOURCE = DictSource({"order.amount": 30, "policy.max_refund": 50, "order.note": ""})
+PREMISES = [
+    Premise("amount_unchanged", ("order.amount",), lambda now, then: now == then, REPLAN),
+    Premise("within_policy", ("order.amount", "policy.max_refund"),
+            lambda now, then: now["order.amount"] <= now["policy.max_refund"]),
+    Premise("note", ("order.note",), lambda now, then: True),
+]
+REVALIDATOR = Revalidator(SOURCE, PREMISES)
 
 
-class State(TypedDict):
+class State(TypedDict, total=False):
     n: int
     v: str
+    out: str
 
 
-def _graph(park: bool):
-    def node(s):
-        return {"n": s["n"] + 1, "v": interrupt("ok?") if park else s["v"]}
+class FullState(TypedDict, total=False):
+    n: int
+    v: str
+    out: str
+    pins: Annotated[dict, PINS.merge]
+    premises: dict
+    verdict: str
 
-    g = StateGraph(State)
-    g.add_node("node", node)
-    g.add_edge(START, "node"), g.add_edge("node", END)
+
+def _live(state) -> dict:
+    return {"out": "|".join(str(RESOURCES.get(a, RESOURCES.live(a))) for a in ALIASES)}
+
+
+def _pinned(state) -> dict:
+    b = PINS.bind(state)
+    return {"out": "|".join(str(b.resolve(a).value) for a in ALIASES), **b.update()}
+
+
+def _graph(stack: str, park: bool):
+    full = stack == "full"
+    resolve = _pinned if full else _live
+
+    def decide(s):
+        out = {"n": s.get("n", 0) + 1, **resolve(s)}
+        if full and park:
+            out["premises"] = REVALIDATOR.park(PREMISES)
+        return out
+
+    def approve(s):
+        v = interrupt("ok?")
+        out = {"v": v, **resolve(s)}
+        if full:
+            out["verdict"] = REVALIDATOR.revalidate(s["premises"]).outcome.name
+        return out
+
+    g = StateGraph(FullState if full else State)
+    g.add_node("decide", decide)
+    g.add_edge(START, "decide")
+    if park:
+        g.add_node("approve", approve)
+        g.add_edge("decide", "approve"), g.add_edge("approve", END)
+    else:
+        g.add_edge("decide", END)
     return g
 
 
@@ -75,32 +132,34 @@ def _dsn() -> str | None:
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
-    """One database per (saver, backend), shared by the module's points; Postgres schemas dropped at the end."""
+    """One database per (stack, backend), shared by the module's points; Postgres schemas dropped at the end."""
     out, cleanup = {}, []
     dsn = _dsn()
     shm = Path(tempfile.mkdtemp(prefix="bench_lg_", dir=TMPFS)) if TMPFS.is_dir() else None
-    for kind, backend in itertools.product(SAVERS, BACKENDS):
-        cls = SAVERS[kind][backend]
+    for stack, backend in itertools.product(STACKS, BACKENDS):
         if backend == "sqlite":
-            conn = sqlite3.connect(str(tmp_path_factory.mktemp("lg") / f"{kind}.db"), check_same_thread=False)
+            conn = sqlite3.connect(str(tmp_path_factory.mktemp("lg") / f"{stack}.db"), check_same_thread=False)
+            cls = SqliteSaver
         elif backend == "sqlite-tmpfs":
             if shm is None:
                 continue
-            conn = sqlite3.connect(str(shm / f"{kind}.db"), check_same_thread=False)
+            conn = sqlite3.connect(str(shm / f"{stack}.db"), check_same_thread=False)
+            cls = SqliteSaver
         elif dsn is None:
             continue
         else:
             import psycopg
             from psycopg.rows import dict_row
 
-            schema = create_schema(dsn, f"bench_lg_{kind}_")
+            schema = create_schema(dsn, f"bench_lg_{stack}_")
             cleanup.append(schema)
             conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
                                    options=f"-c search_path={schema}")
-        saver = cls(conn, schema=State) if kind == "guard" else cls(conn)
+            cls = PostgresSaver
+        saver = cls(conn) if stack == "stock" else guarded(cls)(conn, schema=FullState if stack == "full" else State)
         saver.setup()
-        out[(kind, backend)] = (saver, _graph(False).compile(checkpointer=saver),
-                                _graph(True).compile(checkpointer=saver), conn)
+        out[(stack, backend)] = (_graph(stack, False).compile(checkpointer=saver),
+                                 _graph(stack, True).compile(checkpointer=saver), conn)
     yield out
     for *_, conn in out.values():
         conn.close()
@@ -111,18 +170,18 @@ def stores(tmp_path_factory):
 
 
 REPETITIONS, ROUNDS = 15, 50
-POINTS = [(rep, backend, op, kind) for rep in range(REPETITIONS) for backend in BACKENDS
-          for op in ("step", "resume") for kind in (("stock", "guard") if rep % 2 == 0 else ("guard", "stock"))]
+POINTS = [(rep, backend, op, stack) for rep in range(REPETITIONS) for backend in BACKENDS
+          for op in ("step", "resume") for stack in (STACKS if rep % 2 == 0 else STACKS[::-1])]
 
 
-@pytest.mark.parametrize("point", POINTS, ids=[f"{b}-{o}-{k}-r{r}" for r, b, o, k in POINTS])
+@pytest.mark.parametrize("point", POINTS, ids=[f"{b}-{o}-{s}-r{r}" for r, b, o, s in POINTS])
 def test_guard_overhead(benchmark, point, stores):
-    rep, backend, op, kind = point
-    if (kind, backend) not in stores:
+    rep, backend, op, stack = point
+    if (stack, backend) not in stores:
         pytest.skip(f"{backend} not reachable")
-    _saver, step_app, park_app, _conn = stores[(kind, backend)]
+    step_app, park_app, _conn = stores[(stack, backend)]
     benchmark.group = f"{backend}-{op}"
-    benchmark.extra_info.update({"saver": kind, "backend": backend, "operation": op, "repetition": rep})
+    benchmark.extra_info.update({"saver": stack, "backend": backend, "operation": op, "repetition": rep})
 
     def fresh():
         return {"configurable": {"thread_id": uuid.uuid4().hex}}
@@ -134,6 +193,7 @@ def test_guard_overhead(benchmark, point, stores):
         def parked():
             cfg = fresh()
             park_app.invoke({"n": 0, "v": ""}, cfg, durability="sync")
+            SOURCE.write("order.note", cfg["configurable"]["thread_id"])  # a premise field changes while parked
             return (cfg,), {}
 
         benchmark.pedantic(lambda cfg: park_app.invoke(Command(resume="yes"), cfg, durability="sync"),

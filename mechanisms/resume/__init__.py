@@ -37,3 +37,16 @@ for _v in ("async-saver", "durability-sync", "durability-async", "durability-exi
     REGISTRY[f"langgraph[{_v}]"] = _LG + "LangGraphRuntime" + _cls
     REGISTRY[f"langgraph+guard[{_v}]"] = _LG + "LangGraphGuardRuntime" + _cls
 DEFAULT_RUNTIMES = (*DEFAULT_RUNTIMES, "langgraph", "langgraph+guard")
+
+# ---- LangGraph + REMIT (issue 14 §3): the paper authors' guard, remit-contract 0.1.2, cross-process gate on
+REGISTRY["langgraph+remit"] = "mechanisms.resume.langgraph_remit:LangGraphRemitRuntime"
+DEFAULT_RUNTIMES = (*DEFAULT_RUNTIMES, "langgraph+remit")
+
+# ---- framework releases in their own environments (issue 14): one runtime per [tool.driftlab.runtimes."<name>"]
+# of data/envs/*/pyproject.toml (aliases too), served by mechanisms/resume/framework.py; run by resume_frameworks
+# by default and by the other resume experiments when named with --mechanisms
+from mechanisms.resume.frameworks import declared as _declared  # noqa: E402
+
+for _name, _decl in _declared().items():
+    REGISTRY[_name] = "mechanisms.resume.framework:Framework_" + "".join(c if c.isalnum() else "_" for c in _name)
+FRAMEWORK_RUNTIMES: tuple[str, ...] = tuple(dict.fromkeys(d.name for d in _declared().values()))

@@ -59,7 +59,11 @@ pass ``package.module:Class``.  The constructor signature is fixed::
   reported as not applicable.
 
 The calls (each returns a :class:`vocabulary.resume.Status`; none raises for
-an expected outcome — a refusal or a failed node is a Status):
+an expected outcome — a refusal or a failed node is a Status; a refusal may
+also be raised as one of the exception types the class declares in
+``refusals``.  Anything else raised, a return that is not a Status, an exit
+of the call's process or a call past its time limit stops the run with one
+line naming the runtime and the call: a runtime's error is never a result):
 
 - ``start(run_id, input)``: a new run from ``GraphSpec.initial_state(input)``;
   runs until it parks at the interrupt (``parked``) or ends (``done``).
@@ -147,6 +151,10 @@ class DurableRuntime:
     backends: ClassVar[tuple[str, ...]] = ("sqlite", "postgres")
     #: the named points it can stop at
     points: ClassVar[frozenset[str]] = frozenset(POINTS)
+    #: exceptions a call may raise to refuse it (recorded as ``refused``, as a returned refusal is); anything
+    #: else a call raises, a return that is not a Status, an exit or a hang is the runtime's error: the run
+    #: stops and names it (runners/plugins.py), it is never recorded as an outcome
+    refusals: ClassVar[tuple[type[BaseException], ...]] = ()
 
     def __init__(self, backend: Backend, graph: GraphSpec, hooks: Hooks | None = None):
         self.backend = backend

@@ -37,8 +37,8 @@ durable there; with ``async``/``exit`` it may not be — that is LangGraph's
 semantics, measured as such).
 
 ``langgraph+guard`` is the same adapter on the guarded savers
-(:mod:`mechanisms.resume.langgraph_guard`, with schema validation) and the
-idempotent effect ledger (:mod:`mechanisms.resume.langgraph_effects`, in the
+(the ``driftguard`` package in ``guard/``, with schema validation) and its
+idempotent effect ledger (``driftguard.OnceLedger``, in the
 family's effect store so the ledger row and the effect commit in one
 transaction), with ``durability="sync"`` (the guard's recommended mode: an
 invalid checkpoint stops the run before the next step).
@@ -52,6 +52,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from driftguard import InvalidState, OnceLedger, ResumeRefused, guarded
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -60,9 +61,6 @@ from langgraph.types import Command
 
 from mechanisms.resume.langgraph_graphs import STATE_KINDS, build_graph, initial_input
 from mechanisms.resume.base import DurableRuntime, Hooks
-from mechanisms.resume.langgraph_effects import OnceLedger
-from mechanisms.resume.langgraph_guard import GUARDED, ResumeRefused
-from mechanisms.resume.langgraph_schema import InvalidState
 from vocabulary.resume import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,
                                FAILED, PARKED, PARKED_POINT, REFUSED, Backend, Checkpoint, GraphSpec, Status)
 
@@ -111,7 +109,7 @@ class LangGraphRuntime(DurableRuntime):
         stock = {("sqlite", "sync"): SqliteSaver, ("sqlite", "async"): AsyncSqliteSaver,
                  ("postgres", "sync"): PostgresSaver, ("postgres", "async"): AsyncPostgresSaver}[
             (self.backend.kind, self.saver_mode)]
-        return _pointed(GUARDED[stock] if self.guarded else stock)
+        return _pointed(guarded(stock) if self.guarded else stock)
 
     def _open_saver(self):
         cls = self._saver_class()
@@ -191,10 +189,11 @@ class LangGraphRuntime(DurableRuntime):
         step = metadata.get("step", -1)  # LangGraph's step s >= 1 is written after node s - 1 of a linear graph
         if metadata.get("source") == "loop" and 1 <= step <= len(self.graph.nodes):
             run_id = str(config["configurable"]["thread_id"])
-            # only where the harness will stop (its hooks name the point); "exit" stores no writes before it
+            # only where the harness will stop (its hooks name the point); "exit" stores no writes before it,
+            # but driftguard runs a claimed resume (and the recovery that continues it) durably, step by step
             stops_here = tuple(getattr(self.hooks, "crash", None) or ()) == (DURING_CHECKPOINT_WRITE,
                                                                              self.graph.nodes[step - 1].name)
-            if stops_here and self._aloop is None and self.durability != "exit":
+            if stops_here and self._aloop is None and (self.durability != "exit" or self.guarded):
                 self._writes_stored(config)
             self.point(DURING_CHECKPOINT_WRITE, run_id, step - 1)
 
@@ -338,6 +337,9 @@ class LangGraphGuardRuntime(LangGraphRuntime):
     name = "langgraph+guard"
     guarded = True
     durability = "sync"
+    #: the guard's refusal (a second consumer of one interrupt); ``_invoke`` already returns it as a refused
+    #: Status, and declaring it keeps it a refusal wherever else it escapes
+    refusals = (ResumeRefused,)
 
 
 def _variant(base: type, suffix: str, **attrs) -> type:

@@ -67,6 +67,8 @@ class IsolationMicrobench(Experiment):
     description = "resolution and merge-validation latency (p50, p95) vs identities x branches, pytest-benchmark"
     artifacts = (artifact("isolation_microbench"),)
     parallel = False  # benchmarks want a quiet machine
+    uses_mechanisms = False
+    cell_timeout_s = 3600.0  # one cell holds the whole benchmark grid
     uses_user_scenarios = False
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:

@@ -85,9 +85,10 @@ class IsolationUndeclared(Experiment):
     name = "isolation_undeclared"
     family = "isolation"
     description = "the retrieval workflow with the contract declared / omitted / stale: SSI alone, fail-closed, inference"
-    artifacts = (artifact("isolation_undeclared", figure=False),)
+    artifacts = (artifact("isolation_undeclared"),)
     uses_user_scenarios = False
     seconds_per_execution = 0.005
+    uses_mechanisms = False
 
     def check(self, options: Options) -> None:
         for m in POLICIES.values():

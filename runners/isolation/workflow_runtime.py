@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any, Iterable
 
+from mechanisms.isolation.base import MergeDecision, Resolution
+from runners.plugins import expect
 from vocabulary import FAIL, OK, History, Operation
 from vocabulary.isolation import Manifest, Registry
 
@@ -87,7 +89,7 @@ class Runtime:
     def start(self, wid: str) -> None:
         if wid in self.workflows:
             raise ValueError(f"workflow {wid!r} already exists")
-        self.workflows[wid] = Workflow(wid, self.mechanism.begin(self.registry))
+        self.workflows[wid] = Workflow(wid, expect(None, "begin", self.mechanism.begin(self.registry), Manifest))
         self._op(wid, "start", workflow=wid)
 
     def resolve(self, wid: str, identity: str) -> int | None:
@@ -98,6 +100,7 @@ class Runtime:
         t0 = perf_counter_ns()
         r = self.mechanism.resolve(w.manifest, identity, self.registry)
         self.mechanism_ns += perf_counter_ns() - t0
+        expect(None, "resolve", r, Resolution)  # a wrong return is the mechanism's error, never an outcome
         if r.version is None:
             self.refusals += 1
             w.state = "aborted"
@@ -130,7 +133,8 @@ class Runtime:
             return
         if child in self.workflows:
             raise ValueError(f"workflow {child!r} already exists")
-        self.workflows[child] = Workflow(child, self.mechanism.inherit(w.manifest, relation), wid, relation)
+        inherited = expect(None, "inherit", self.mechanism.inherit(w.manifest, relation), Manifest)
+        self.workflows[child] = Workflow(child, inherited, wid, relation)
         self._op(wid, "spawn", workflow=wid, child=child, relation=relation)
 
     def merge(self, wid: str, branches: Iterable[str]) -> bool:
@@ -147,6 +151,7 @@ class Runtime:
         t0 = perf_counter_ns()
         d = self.mechanism.admit_merge(w.manifest, [b.manifest for b in ws], self.registry)
         self.mechanism_ns += perf_counter_ns() - t0
+        expect(None, "admit_merge", d, MergeDecision)
         for b in ws:
             b.state = "merged"
         if not d.admitted:

@@ -18,11 +18,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from runners.plugins import call_plugin, expect
 from runners.resume.procs import CallResult, build
 from scenarios.resume.loader import FaultCell
 from vocabulary import INDETERMINATE, History, Operation
-from vocabulary.resume import (CHECKPOINT, EFFECT, FAMILY, FORK, PARKED, RECOVER, RESUME, START, TRACE, Backend,
-                               GraphSpec)
+from vocabulary.resume import (CHECKPOINT, EFFECT, FAMILY, FORK, PARKED, RECOVER, REPLAY, RESUME, START, TRACE, UPDATE,
+                               Backend, Checkpoint, GraphSpec)
 
 
 @dataclass
@@ -103,6 +104,12 @@ def play(cell: FaultCell, executor, rec: Recorder, prefix: str, group: str) -> N
                      {"from_run": rid, "from_checkpoint": parked.get(rid)})
             if res.result is not None and res.result.checkpoint_id and res.result.state == PARKED:
                 parked.setdefault(new, res.result.checkpoint_id)
+        elif step.call == REPLAY:  # a framework's own re-run of the thread from a past checkpoint (issue 14)
+            res = do(REPLAY, rid, {"run_id": rid, "checkpoint_id": parked.get(rid)}, crash,
+                     {"checkpoint": parked.get(rid)})
+        elif step.call == UPDATE:  # an external update of the state (issue 14)
+            res = do(UPDATE, rid, {"run_id": rid, "values": {step.key: step.value}}, crash,
+                     {"update": {step.key: step.value}})
         else:
             res = do(RECOVER, rid, {"run_id": rid}, crash)
         if res.status == INDETERMINATE:  # the call's process died: recover in a fresh process
@@ -113,11 +120,13 @@ def play(cell: FaultCell, executor, rec: Recorder, prefix: str, group: str) -> N
 
 def finish(rec: Recorder, runtime: str, backend: Backend, graph: GraphSpec) -> History:
     """Append the stores (checkpoints of every run, the ledger's effects and trace) to the history."""
-    rt = build(runtime, backend, graph)
+    rt = call_plugin(runtime, "its constructor", build, runtime, backend, graph)
     try:
         now = time.time()
         for rid in rec.runs:
-            for cp in rt.checkpoints(rid):
+            cps = call_plugin(runtime, "checkpoints", rt.checkpoints, rid, returns=(list, tuple))
+            for cp in cps:
+                expect(runtime, "checkpoints", cp, Checkpoint)
                 rec.add("store", CHECKPOINT, "ok", now, now, cp.to_dict())
         for e in rt.ledger.effects():
             rec.add("ledger", EFFECT, "ok", e.at, e.at, e.to_dict())
@@ -130,8 +139,8 @@ def finish(rec: Recorder, runtime: str, backend: Backend, graph: GraphSpec) -> H
 
 def setup_backend(runtime: str, backend: Backend, graph: GraphSpec) -> None:
     """Create the stores' tables once, in this process, and close the connections before any fork."""
-    rt = build(runtime, backend, graph)
+    rt = call_plugin(runtime, "its constructor", build, runtime, backend, graph)
     try:
-        rt.setup()
+        call_plugin(runtime, "setup", rt.setup)
     finally:
         rt.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import sys
 import tempfile
 import time
@@ -50,6 +51,43 @@ def fault_cells(options: Options) -> list:
     return sorted(by_kind(resume_scenarios(options), "cell").values(), key=lambda c: (c.order, c.name))
 
 
+#: framework-only graphs and cells (issue 14 §2): run by resume_frameworks, never by the lab's own matrices
+FRAMEWORK_SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios" / "resume" / "frameworks"
+
+
+def framework_cells(options: Options) -> list:
+    """The cells of ``scenarios/resume/frameworks/`` (not in the fault matrix of the lab's own runtimes)."""
+    mine = set(by_kind(resume_scenarios(options), "cell"))
+    every = by_kind(_scenarios((*options.scenario_dirs, str(FRAMEWORK_SCENARIOS))), "cell")
+    return sorted((c for n, c in every.items() if n not in mine), key=lambda c: (c.order, c.name))
+
+
+def not_applicable(runtime: str, cell, graph) -> str:
+    """Why ``runtime`` cannot play ``cell`` ('' if it can): a crash point it cannot reach, a call or a graph hint
+    it has no form of (a framework declares each in its env's ``not_applicable`` with the reason)."""
+    cls = resolve(runtime, "resume")
+    declared = getattr(cls, "not_applicable", {})
+    for point in dict.fromkeys([cell.crash_point, *(s.crash for s in cell.steps if s.crash)]):
+        if not supports(runtime, point):
+            return declared.get(point) or f"{runtime} cannot stop at {point}"
+    for s in cell.steps:  # a point reachable at some nodes only: "<point>@<node>" (e.g. no checkpoint after a node)
+        if s.crash and f"{s.crash}@{s.node}" in declared:
+            return declared[f"{s.crash}@{s.node}"]
+    for call in dict.fromkeys(s.call for s in cell.steps):
+        if call in declared:
+            return declared[call]
+        if call in ("replay", "update") and not (hasattr(cls, "declared") or callable(getattr(cls, call, None))):
+            return f"{runtime} has no {call} operation"
+    if "resume_by_id" in declared and any(s.call == "resume" and s.at for s in cell.steps):
+        return declared["resume_by_id"]  # a resume addressed to a checkpoint id the framework has no form of
+    for hint in graph.hints:
+        if hint in declared:
+            return declared[hint]
+        if not hasattr(cls, "declared"):
+            return f"{runtime} runs the lab's nodes in order (graph hint {hint!r} not expressed)"
+    return ""
+
+
 def runtimes(options: Options, backend: str | None = None) -> list[str]:
     """The runtimes to run: the user's (``--mechanisms``) or the defaults; those that support ``backend``."""
     names = list(options.mechanisms_for("resume") or DEFAULT_RUNTIMES)
@@ -62,6 +100,16 @@ def runtimes(options: Options, backend: str | None = None) -> list[str]:
         if backend is None or backend in getattr(cls, "backends", ("sqlite", "postgres")):
             out.append(name)
     return out
+
+
+def check_backends(options: Options, backends: tuple[str, ...]) -> None:
+    """Refuse a runtime the user named that supports none of the run's backends (it would give no cell)."""
+    for name in options.mechanisms_for("resume") or ():
+        cls = resolve(name, "resume")
+        own = tuple(getattr(cls, "backends", ("sqlite", "postgres")))
+        if not set(own) & set(backends):
+            raise DriftlabError(f"--mechanisms {name}: supports only {', '.join(own) or 'no backend'}; this run's "
+                                f"backend is {', '.join(backends)} (--backend)")
 
 
 def supports(runtime: str, point: str) -> bool:
@@ -116,30 +164,28 @@ def drop_orphan_schemas() -> list[str]:
 
 def discard(backend: Backend) -> None:
     drop_backend(backend)
-    if backend.kind == "sqlite":
-        try:
-            Path(backend.location).rmdir()
-        except OSError:
-            pass
+    if backend.kind == "sqlite":  # the cell's own folder: a framework's files go with it (and its servers stop)
+        shutil.rmtree(backend.location, ignore_errors=True)
 
 
 def run_fault_cell(experiment: str, runtime: str, cell_name: str, repetitions: int, seed: int, options: Options,
                    backend_kind: str = "sqlite") -> tuple[dict[str, list], History]:
     """Every repetition of one fault cell on one runtime: one record per property, and the cell's history."""
-    from analysis.resume.checkers import check_all
+    from analysis.resume.checkers import CO_INERT, check_all
 
     scen = resume_scenarios(options)
+    if cell_name not in scen:  # a framework-only cell (scenarios/resume/frameworks/)
+        scen = _scenarios((*options.scenario_dirs, str(FRAMEWORK_SCENARIOS)))
     cell = scen[cell_name]
     graph = cell_graph(cell, by_kind(scen, "graph"))
     rec = Recorder(graph, {"experiment": experiment, "runtime": runtime, "cell": cell_name, "backend": backend_kind})
     rows: list[dict] = []
-    applicable = supports(runtime, cell.crash_point) and all(s.crash is None or supports(runtime, s.crash)
-                                                            for s in cell.steps)
+    reason = not_applicable(runtime, cell, graph)
     for rep in range(repetitions):
         rep_seed = derive_seed(seed, experiment, runtime, cell_name, rep)
-        if not applicable:
-            rows += [_row(rep, rep_seed, cell, prop, "not applicable", 0, expected_effects(cell, graph),
-                          f"{runtime} cannot stop at {cell.crash_point}", 0, 0, 0.0) for prop in CHECKED]
+        if reason:
+            rows += [_row(rep, rep_seed, cell, prop, "not applicable", 0, expected_effects(cell, graph), reason, 0, 0,
+                          0.0, "not applicable") for prop in CHECKED]
             continue
         backend = make_backend(backend_kind, options)
         t0 = time.perf_counter()
@@ -156,21 +202,43 @@ def run_fault_cell(experiment: str, runtime: str, cell_name: str, repetitions: i
         wall_us = (time.perf_counter() - t0) * 1e6
         mine = History(history.family, history.operations[first:], history.meta)
         results = check_all(mine)
+        inert = CO_INERT.check(mine).verdict.value
         fired = sum(1 for op in mine.operations if op.name == "effect")
         kills = [k for k in executor.kills if k[1] == -9]
         for prop in CHECKED:
             r = results[prop]
-            witness = r.witnesses[0].explanation if r.witnesses else ""
+            witness = stable_witness(r.witnesses[0].explanation, mine) if r.witnesses else ""
             rows.append(_row(rep, rep_seed, cell, prop, r.verdict.value, fired, expected_effects(cell, graph), witness,
                              len(kills), len({op.value.get("pid") for op in mine.operations
-                                              if op.actor == "driver"}), wall_us))
+                                              if op.actor == "driver"}), wall_us, inert))
     return {k: [r[k] for r in rows] for k in rows[0]}, rec.history()
 
 
-def _row(rep, seed, cell, prop, verdict, fired, expected, witness, kills, processes, wall_us) -> dict:
+#: the value keys of a resume history that hold a checkpoint id
+CHECKPOINT_KEYS = ("checkpoint", "head", "from_checkpoint", "parent")
+
+
+def stable_witness(text: str, history: History) -> str:
+    """A witness for a table, without the runtime's checkpoint ids (uuid4 in the lab's runtimes, time-based in
+    LangGraph's): each id becomes ``cp<N>``, N its order of first appearance in the history, so that one seed
+    gives one table.  The history itself keeps the real ids (``driftlab check`` quotes them)."""
+    ids: dict[str, str] = {}
+    for op in history.operations:
+        for key in CHECKPOINT_KEYS:
+            value = op.value.get(key)
+            if isinstance(value, str) and value and value not in ids:
+                ids[value] = f"cp{len(ids) + 1}"
+    for real in sorted(ids, key=len, reverse=True):  # longest first: no id is rewritten inside another
+        text = text.replace(real, ids[real])
+    return text
+
+
+def _row(rep, seed, cell, prop, verdict, fired, expected, witness, kills, processes, wall_us, co_inert) -> dict:
+    """One record; ``co_inert`` is the execution's consume-once under REMIT's reading (a stray resume accepted
+    inert conforms), kept beside the lab's CO (``property`` = CO), never instead of it."""
     return {"repetition": rep, "seed": seed, "operation": cell.operation, "crash_point": cell.crash_point,
             "property": prop, "verdict": verdict, "effects_fired": fired, "effects_expected": expected,
-            "witness": witness, "sigkills": kills, "processes": processes, "wall_us": wall_us}
+            "witness": witness, "sigkills": kills, "processes": processes, "wall_us": wall_us, "co_inert": co_inert}
 
 
 def note(text: str) -> None:

@@ -21,7 +21,7 @@ from faults.resume import concurrent_resume
 from runners.resume import common as rc
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.resume.cells import Recorder, setup_backend
-from runners.resume.procs import RacerPool, build
+from runners.resume.procs import build, racers
 from scenarios.resume.loader import by_kind
 from vocabulary import History
 from vocabulary.resume import CHECKPOINT, EFFECT, REFUSED, TRACE
@@ -37,7 +37,7 @@ def grid(options: Options):
 def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: float, repetitions: int,
               seed: int, options: Options, per_property: bool = False, fault_cell: str = "") -> CellOutput:
     """``repetitions`` races of k warm resumers on one backend; records per race (or per race x property)."""
-    from analysis.resume.checkers import check_all
+    from analysis.resume.checkers import CO_INERT, check_all
 
     g = grid(options)
     graph = by_kind(rc.resume_scenarios(options), "graph")[g.graph].graph
@@ -48,7 +48,7 @@ def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_m
     rows: list[dict] = []
     try:
         setup_backend(runtime, backend, graph)
-        with RacerPool(k, runtime, backend, graph) as pool:
+        with racers(k, runtime, backend, graph) as pool:
             driver = build(runtime, backend, graph)
             try:
                 for rep in range(repetitions):
@@ -81,6 +81,7 @@ def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_m
                         rec.add("ledger", TRACE, "ok", t.at, t.at, t.to_dict())
                     mine = History("resume", tuple(rec.ops[first:]), rec.history().meta)
                     results = check_all(mine)
+                    inert = CO_INERT.check(mine).verdict.value
                     got = [a for a in answers if a and "status" in a]
                     starts = [a["start"] for a in got]
                     base = {"repetition": rep, "seed": rep_seed,
@@ -94,10 +95,11 @@ def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_m
                             rows.append({"repetition": rep, "seed": rep_seed, "operation": "resume",
                                          "crash_point": "-", "property": prop, "verdict": r.verdict.value,
                                          "effects_fired": base["effects_fired"], "effects_expected": 1,
-                                         "witness": r.witnesses[0].explanation if r.witnesses else "",
-                                         "sigkills": 0, "processes": k + 1, "wall_us": 0.0})
+                                         "witness": rc.stable_witness(r.witnesses[0].explanation, mine)
+                                         if r.witnesses else "",
+                                         "sigkills": 0, "processes": k + 1, "wall_us": 0.0, "co_inert": inert})
                     else:
-                        rows.append({**base, "co_verdict": results["CO"].verdict.value,
+                        rows.append({**base, "co_verdict": results["CO"].verdict.value, "co_inert_verdict": inert,
                                      "eo_verdict": results["EO"].verdict.value,
                                      "liveness_verdict": results["liveness"].verdict.value})
             finally:
@@ -114,8 +116,14 @@ class ResumeConcurrency(Experiment):
     artifacts = (artifact("resume_concurrency"),)
     seconds_per_execution = 0.1
 
+    def seconds(self, cell: Cell, options: Options) -> float:
+        """Per race: the racers' round trip, plus the graph's declared work (``work_ms``) run once."""
+        g = grid(options)
+        graph = by_kind(rc.resume_scenarios(options), "graph")[g.graph].graph
+        return cell.repetitions * (self.seconds_per_execution + sum(n.work_ms for n in graph.nodes) / 1000)
+
     def check(self, options: Options) -> None:
-        grid(options)
+        rc.check_backends(options, grid(options).backends)
         rc.runtimes(options)
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:

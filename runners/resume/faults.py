@@ -19,6 +19,18 @@ class FaultCells(Experiment):
 
     family = "resume"
     seconds_per_execution = 0.3
+    uses_backend = True
+
+    def seconds(self, cell: Cell, options: Options) -> float:
+        """Process start-up per call, plus the graph's declared work (``work_ms``) for every run a replica plays."""
+        scen = rc.resume_scenarios(options)
+        fault = scen.get(cell.p["fault_cell"])
+        if getattr(fault, "kind", None) != "cell":  # the profile's race row: a concurrency cell
+            return super().seconds(cell, options)
+        graph = rc.cell_graph(fault, rc.by_kind(scen, "graph"))
+        work_s = sum(n.work_ms for n in graph.nodes) / 1000
+        calls = len(fault.steps) * fault.replicas
+        return cell.repetitions * (self.seconds_per_execution + calls * work_s)
 
     def runtime_names(self, options: Options) -> list[str]:
         return rc.runtimes(options, options.backend)
@@ -27,6 +39,7 @@ class FaultCells(Experiment):
         if options.backend == "postgres" and rc.postgres_reachable():
             raise DriftlabError(f"--backend postgres: PostgreSQL is not reachable ({rc.postgres_reachable()})")
         rc.fault_cells(options)
+        rc.check_backends(options, (options.backend,))
         self.runtime_names(options)
 
     def repetitions(self, profile: str, options: Options) -> int:
@@ -52,4 +65,4 @@ class FaultCells(Experiment):
 class ResumeFaults(FaultCells):
     name = "resume_faults"
     description = "fault matrix: crash points x operations, second resumes, forks, invalid state; real SIGKILL"
-    artifacts = (artifact("resume_faults", figure=False),)
+    artifacts = (artifact("resume_faults"),)

@@ -7,7 +7,8 @@ and their registered runtimes) through every fault-matrix cell.
 from __future__ import annotations
 
 from runners.resume import common as rc
-from runners.experiment import Options, artifact
+from mechanisms.resume import REGISTRY as RUNTIMES
+from runners.experiment import DriftlabError, Options, artifact
 from runners.resume.faults import FaultCells
 from scenarios.resume.loader import by_kind
 
@@ -18,10 +19,19 @@ class ResumeIndependence(FaultCells):
     name = "resume_independence"
     description = "independence matrix: the sequencer with one of seven fault switches on, through every fault cell"
     artifacts = (artifact("resume_independence"),)
+    uses_mechanisms = False  # its runtimes are the switches' (scenarios/resume/switch_*.toml)
 
     def runtime_names(self, options: Options) -> list[str]:
         switches = by_kind(rc.resume_scenarios(options), "switch")
         return [s.runtime for s in switches.values()]
+
+    def check(self, options: Options) -> None:
+        """Every switch names a registered runtime (the message names the switch's file)."""
+        super().check(options)
+        for s in by_kind(rc.resume_scenarios(options), "switch").values():
+            if s.runtime not in RUNTIMES:
+                raise DriftlabError(f"{s.path}: runtime: {s.runtime!r} is not a registered resume runtime "
+                                    f"({', '.join(RUNTIMES)})")
 
     def repetitions(self, profile: str, options: Options) -> int:
         return options.extra.get("repetitions") or REPETITIONS[profile]

@@ -37,7 +37,9 @@ from typing import Any
 from mechanisms import resolve
 from faults.resume.sigkill import KillAtPoint
 from mechanisms.resume.base import Crash, Hooks
+from runners.plugins import PluginFailed, StoreFault
 from runners.processes import Barrier, die_with_parent, fork_start, kill, read_line
+from runners.resume import envs  # noqa: F401 - connects the framework runtimes (issue 14) to their envs' servers
 from runners.resume.zygote import zygote
 from vocabulary.resume import Backend, GraphSpec, Status
 
@@ -70,6 +72,28 @@ def outcome(result: Status) -> str:
     return "ok" if result.state in ("parked", "done") else "fail"
 
 
+def fork_server(runtime: str):
+    """The fork server that serves ``runtime``: its framework environment's (issue 14), or the lab's own."""
+    from mechanisms.resume.frameworks import declared
+
+    if runtime in declared():
+        from runners.resume.envs import server
+
+        return server(runtime)
+    return zygote()
+
+
+def racers(k: int, runtime: str, backend: Backend, graph: GraphSpec, timeout_s: float = 60):
+    """k warm resumers: forked from the framework env's server (issue 14), or the lab's own pool."""
+    from mechanisms.resume.frameworks import declared
+
+    if runtime in declared():
+        from runners.resume.envs import EnvRacers
+
+        return EnvRacers(k, runtime, backend, graph, timeout_s)
+    return RacerPool(k, runtime, backend, graph, timeout_s)
+
+
 class ForkedExecutor:
     """Each call in a fresh child process; a crash point is a real SIGKILL (module docstring)."""
 
@@ -81,7 +105,7 @@ class ForkedExecutor:
 
     def call(self, call: str, args: dict, label: str, crash: tuple[str, str] | None = None) -> CallResult:
         start = time.time()
-        reply = zygote().call({"runtime": self.runtime, "backend": self.backend.to_dict(), "graph": self.graph.to_dict(),
+        reply = fork_server(self.runtime).call({"runtime": self.runtime, "backend": self.backend.to_dict(), "graph": self.graph.to_dict(),
                                "call": call, "args": args, "label": label, "crash": list(crash) if crash else None,
                                "timeout": CALL_TIMEOUT_S})
         pid = reply["pid"]
@@ -91,9 +115,10 @@ class ForkedExecutor:
         if "status" in reply:
             result = status_from(reply["status"])
             return CallResult(outcome(result), result, start, time.time(), pid, False)
-        if str(reply.get("error", "")).startswith("no answer"):
-            return CallResult("indeterminate", None, start, None, pid, False, reply["error"])
-        return CallResult("fail", None, start, time.time(), pid, False, reply.get("error", ""))
+        if "store" in reply:
+            raise StoreFault(f"{reply['store']} (call {label})")
+        # the runtime's own code failed: never an outcome of the call (runners.plugins)
+        raise PluginFailed(self.runtime, f"{reply.get('plugin') or reply.get('error')} (call {label}, pid {pid})")
 
 
 class InProcessExecutor:
@@ -129,36 +154,72 @@ def _racer(parent: int, cmd_r: int, out_w: int, barrier, runtime: str, backend: 
             os.close(fd)
         except OSError:
             pass
-    rt = build(runtime, Backend(**backend), GraphSpec.from_dict(graph))
-    rt.state("-")  # open the connections before the first race
+    from runners.plugins import describe, is_store_fault, refusals_of
+
+    def answer(reply: dict) -> None:
+        os.write(out_w, (json.dumps(reply, default=str) + "\n").encode())
+
+    def failure(exc: Exception, what: str) -> dict:
+        if is_store_fault(exc):
+            return {"store": f"{what} lost its PostgreSQL connection: {describe(exc)}"}
+        return {"plugin": f"{what} raised {describe(exc)}"}
+
+    rt, broken = None, None
+    try:
+        rt = build(runtime, Backend(**backend), GraphSpec.from_dict(graph))
+        rt.state("-")  # open the connections before the first race
+    except Exception as exc:  # noqa: BLE001 - said in the answer to every race (the runtime's own code failed)
+        broken = failure(exc, "building the runtime or state()")
     try:
         while True:
             line = read_line(cmd_r, 3600)
             if not line or line.endswith(b"T"):
                 return
             req = json.loads(line)
-            rt.hooks.op = req["label"]
             try:
                 barrier.wait()
             except Exception:  # noqa: BLE001 - a broken barrier: answer, the parent records it
-                os.write(out_w, (json.dumps({"error": "barrier broken"}) + "\n").encode())
+                answer({"error": "barrier broken"})
                 continue
+            if broken:
+                answer(broken)
+                continue
+            rt.hooks.op = req["label"]
             released = time.time()
             if req["jitter_s"]:
                 time.sleep(req["jitter_s"])
             start = time.time()
-            status = rt.resume(req["run"], req["value"])
-            os.write(out_w, (json.dumps({"status": status.to_dict(), "released": released, "start": start,
-                                         "end": time.time(), "pid": os.getpid()}, default=str) + "\n").encode())
+            try:
+                status = rt.resume(req["run"], req["value"])
+            except refusals_of(rt) as exc:  # a refusal its contract declares
+                status = Status(req["run"], "refused", reason=describe(exc))
+            except Exception as exc:  # noqa: BLE001 - anything else is the runtime's error, never an outcome
+                answer(failure(exc, "resume()"))
+                continue
+            if not isinstance(status, Status):
+                answer({"plugin": f"resume() returned {type(status).__name__} {status!r:.60}, not a Status"})
+                continue
+            answer({"status": status.to_dict(), "released": released, "start": start, "end": time.time(),
+                    "pid": os.getpid()})
     finally:
-        rt.close()
+        if rt is not None:
+            rt.close()
+
+
+def _exit_code(pid: int) -> int | None:
+    """The exit code of a child that has ended (reaped now), None while it runs."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    return os.waitstatus_to_exitcode(status) if done else None
 
 
 class RacerPool:
     """k warm resumer processes for one concurrency cell (module docstring).  Use as a context manager."""
 
     def __init__(self, k: int, runtime: str, backend: Backend, graph: GraphSpec, timeout_s: float = 60):
-        self.k, self.timeout_s = k, timeout_s
+        self.k, self.timeout_s, self.runtime = k, timeout_s, runtime
         self.barrier = Barrier(k, timeout=timeout_s)
         self.racers: list[tuple[int, int, int]] = []  # (pid, command write fd, answer read fd)
         for i in range(k):
@@ -183,7 +244,25 @@ class RacerPool:
         for pid, _, out_r in self.racers:
             line = read_line(out_r, self.timeout_s)
             out.append(json.loads(line) if line.endswith(b"\n") else None)
+        self._judge(out, labels)
         return out
+
+    def _judge(self, answers: list[dict | None], labels: list[str]) -> None:
+        """No racer is killed by this experiment, so a racer without a Status is never an outcome: the lab's
+        store lost its connection (:class:`StoreFault`) or the runtime's code failed (:class:`PluginFailed`)."""
+        for a, label in zip(answers, labels):
+            if a is not None and "store" in a:
+                raise StoreFault(f"{a['store']} ({label})")
+        for (pid, _, _), a, label in zip(self.racers, answers, labels):
+            if a is not None and "plugin" in a:
+                raise PluginFailed(self.runtime, f"{a['plugin']} ({label}, pid {pid})")
+        for (pid, _, _), a, label in zip(self.racers, answers, labels):
+            if a is None:
+                code = _exit_code(pid)
+                what = f"exited with code {code}" if code is not None else f"gave no answer within {self.timeout_s:g} s"
+                raise PluginFailed(self.runtime, f"the racer process of {label} (pid {pid}) {what}")
+        if any("status" not in a for a in answers):
+            raise PluginFailed(self.runtime, f"a racer of {labels[0].rsplit('#', 1)[0]} broke the start barrier")
 
     def close(self) -> None:
         for pid, cmd_w, out_r in self.racers:

@@ -18,7 +18,14 @@ REPETITIONS = {"quick": 1, "paper": 2}
 class ResumeProfile(FaultCells):
     name = "resume_profile"
     description = "conformance profile: runtime x property (holds / violated), each violation with its witness cell"
-    artifacts = (artifact("resume_profile", figure=False),)
+    artifacts = (artifact("resume_profile"),)
+    compare = True
+
+    def compare_table(self, table):
+        """`driftlab compare` prints the profile with the runtimes side by side: property x runtime, verdicts."""
+        wide = table.pivot(index="property", columns="runtime", values="verdict")
+        wide = wide.reindex(index=list(dict.fromkeys(table["property"])), columns=list(dict.fromkeys(table["runtime"])))
+        return wide.reset_index().rename_axis(None, axis=1)
 
     def repetitions(self, profile: str, options: Options) -> int:
         return options.extra.get("repetitions") or REPETITIONS[profile]

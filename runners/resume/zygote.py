@@ -30,6 +30,9 @@ CALL_TIMEOUT_S = 60
 
 
 def _child(parent: int, rfd: int, wfd: int, req: dict) -> None:
+    """Build the runtime and make one call; answer ``S`` + its Status, ``R`` at the crash point (the hook),
+    ``P`` + what went wrong when the runtime's own code failed (raised something it does not declare as a
+    refusal, returned something else than a Status), ``F`` + why when the lab's store lost its connection."""
     from faults.resume.sigkill import KillAtPoint
     from mechanisms import resolve
     from runners.processes import die_with_parent
@@ -37,15 +40,32 @@ def _child(parent: int, rfd: int, wfd: int, req: dict) -> None:
 
     die_with_parent(parent)
     os.close(rfd)
+
+    def answer(kind: str, payload) -> None:
+        os.write(wfd, (kind + json.dumps(payload, default=str) + "\n").encode())
+
+    from runners.plugins import describe, is_store_fault, refusals_of
+    from vocabulary.resume import REFUSED, Status
+
+    call = req["call"]
     try:
         rt = resolve(req["runtime"], "resume")(Backend(**req["backend"]), GraphSpec.from_dict(req["graph"]),
                    KillAtPoint(req["label"], tuple(req["crash"]) if req.get("crash") else None, wfd))
-        status = getattr(rt, req["call"])(**req["args"])
-        # no close: the process ends right after, as a crashed one would (what the call committed is durable)
-        os.write(wfd, ("S" + json.dumps(status.to_dict(), default=str) + "\n").encode())
-    except Exception as exc:  # noqa: BLE001 - the caller records a failed call with this one line
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        os.write(wfd, ("E" + json.dumps(f"{type(exc).__name__}: {text}") + "\n").encode())
+    except Exception as exc:  # noqa: BLE001 - the runtime's own constructor failed: a plug-in error
+        return answer("P", f"its constructor raised {describe(exc)}")
+    try:
+        status = getattr(rt, call)(**req["args"])
+    except refusals_of(rt) as exc:  # a refusal its contract declares: an outcome, recorded as such
+        run = req["args"].get("new_run_id") or req["args"].get("run_id", "")
+        status = Status(run, REFUSED, reason=describe(exc))
+    except Exception as exc:  # noqa: BLE001 - anything else it raises is an error, never an outcome
+        if is_store_fault(exc):
+            return answer("F", f"{call}() lost its PostgreSQL connection: {describe(exc)}")
+        return answer("P", f"{call}() raised {describe(exc)}")
+    if not isinstance(status, Status):
+        return answer("P", f"{call}() returned {type(status).__name__} {status!r:.60}, not a Status")
+    # no close: the process ends right after, as a crashed one would (what the call committed is durable)
+    answer("S", status.to_dict())
 
 
 def serve(requests, replies) -> None:
@@ -70,15 +90,17 @@ def serve(requests, replies) -> None:
         if got.startswith(b"R"):
             reply.update(code=kill(pid), killed=True)
         elif got.endswith(b"T"):
-            reply.update(code=kill(pid), error=f"no answer within {req.get('timeout', CALL_TIMEOUT_S)} s")
+            reply.update(code=kill(pid), plugin=f"{req['call']}() gave no answer within {req.get('timeout', CALL_TIMEOUT_S):g} s")
         else:
             reply["code"] = wait(pid)
             if got.startswith(b"S"):
                 reply["status"] = json.loads(got[1:])
-            elif got.startswith(b"E"):
-                reply["error"] = json.loads(got[1:])
+            elif got.startswith(b"F"):
+                reply["store"] = json.loads(got[1:])
+            elif got.startswith(b"P"):
+                reply["plugin"] = json.loads(got[1:])
             else:
-                reply["error"] = f"the call's process exited with code {reply['code']}"
+                reply["plugin"] = f"{req['call']}() exited its process with code {reply['code']} and no answer"
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
 
+from runners.plugins import expect
 from runners.revalidation.stores import MemoryStore
-from scenarios.revalidation.oracle import prelude_class
+from scenarios.revalidation.oracle import prelude_class, prelude_variant
 from scenarios.revalidation.workload import Workload
-from vocabulary.revalidation import RELEASING, AgentTransaction, Outcome, Store
+from vocabulary.revalidation import RELEASING, AgentTransaction, Outcome, Store, Validation
 
 #: A commit refused this many times in a row ends fail-closed (BLOCK).
 MAX_COMMIT_ATTEMPTS = 4
@@ -84,6 +85,7 @@ def release(txn: AgentTransaction, store: Store, mechanism, between_check_and_co
         t0 = perf_counter_ns()
         v = mechanism.validate(txn, store)
         ns += perf_counter_ns() - t0
+        expect(None, "validate", v, Validation)  # a mechanism's wrong return is its error, never an outcome
         premises += v.premises_evaluated
         validations += 1
         if v.outcome not in RELEASING:
@@ -115,7 +117,7 @@ def pick_changes(workload: Workload, mutation_class: str, schedule, rng: random.
     changes = [mutation.variants[variant]]
     if schedule.prelude == "dominated":
         first = workload.mutations[dominated_prelude(workload, mutation.oracle)]
-        changes.insert(0, first.variants[rng.randrange(len(first.variants))])
+        changes.insert(0, first.variants[prelude_variant(variant, len(first.variants))])
     return variant, changes
 
 

@@ -50,7 +50,8 @@ from mechanisms import resolve
 from runners.revalidation.agent import checkpoint, decide, release, resume
 from analysis.revalidation.checkers import RELEASE, OracleAgreement
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
-from vocabulary import INDETERMINATE, OK, History, Operation
+from vocabulary import OK, History, Operation
+from runners.plugins import PluginFailed, describe
 from runners.processes import StepServer
 from runners.revalidation.sqlite_store import SqliteStore, connect
 from scenarios.revalidation.workload import Workload, load_workloads, parse_workload
@@ -105,17 +106,18 @@ def resume_and_release(folder: str, rep: int, workload_path: str, mechanism_name
     (blob,) = workflow.execute("SELECT blob FROM checkpoints WHERE repetition = ?", (rep,)).fetchone()
     with SqliteStore(business_db(folder, rep)) as store:
         txn = resume(blob, workload)
-        r = release(txn, store, mechanism)
+        try:
+            r = release(txn, store, mechanism)
+        except Exception as exc:  # noqa: BLE001 - the mechanism's error: said by the parent, never a result
+            row = {"plugin_error": str(exc) if isinstance(exc, PluginFailed) else f"validate() raised {describe(exc)}"}
+            _persist(workflow, rep, "resume", "INSERT INTO results VALUES (?, ?)", (rep, json.dumps(row)))
+            return
     row = {"outcome": r.outcome.name, "released": r.released, "payload_stale": r.released and r.payload_stale,
            "premises_evaluated": r.premises_evaluated, "validations": r.validations,
            "commit_attempts": r.commit_attempts, "validation_us": r.validation_ns / 1000.0,
            "failed": ",".join(r.failed), "checkpoint_bytes": len(blob.encode())}
     _persist(workflow, rep, "resume", "INSERT INTO results VALUES (?, ?)", (rep, json.dumps(row)))
 
-
-#: What an execution whose step died records: nothing was observed, so nothing is claimed.
-UNKNOWN_RESULT = {"outcome": "UNKNOWN", "released": False, "payload_stale": False, "premises_evaluated": 0,
-                  "validations": 0, "commit_attempts": 0, "validation_us": 0.0, "failed": "", "checkpoint_bytes": 0}
 
 STEPS = {step.__name__: step for step in (decide_and_park, second_actor, resume_and_release)}
 
@@ -157,9 +159,10 @@ class Workspace:
                 history: list[Operation] | None = None) -> dict:
         """One durable execution; returns its record (without the cell's key columns).
 
-        Each step's process becomes one operation of ``history`` (group = repetition).  A step whose
-        process exits abnormally is recorded ``indeterminate`` and the execution stops there: its record
-        says outcome ``UNKNOWN`` and the oracle-agreement checker calls it unknown, never valid.
+        Each step's process becomes one operation of ``history`` (group = repetition).  This experiment
+        kills no process, so a step whose process exits abnormally is never a result: the release step
+        runs the mechanism, whose error (raised, a wrong return, its process ended) is :class:`PluginFailed`;
+        any other step's is the lab's own failure.  Either stops the cell.
         """
         history = [] if history is None else history
         mutation = workload.mutations[mutation_class]
@@ -170,20 +173,21 @@ class Workspace:
         steps = ((decide_and_park, "agent", "decide", (folder, rep, str(workload.path)), {}),
                  (second_actor, "second_actor", "mutate", (folder, rep, changes), {"changes": changes}),
                  (resume_and_release, "agent", RELEASE, (folder, rep, str(workload.path), mechanism_name), {}))
-        died = False
         try:
             for step, actor, op, args, value in steps:
                 start = time.perf_counter()
                 pid, code = self.server.call(step, *args)
                 end = time.perf_counter()
+                if code != 0 and op == RELEASE:
+                    raise PluginFailed(mechanism_name, f"the release step's process (pid {pid}) running validate() "
+                                                       f"exited with code {code}")
                 if code != 0:
-                    history.append(Operation(len(history), f"{actor}[{pid}]", op, INDETERMINATE, start, None,
-                                             {"group": rep, "exit_code": code, **value}))
-                    died = True
-                    break
+                    raise RuntimeError(f"the {op} step's process (pid {pid}) exited with code {code}")
                 if op == RELEASE:
                     (row_text,) = self.workflow.execute("SELECT row FROM results WHERE repetition = ?", (rep,)).fetchone()
                     result = json.loads(row_text)
+                    if "plugin_error" in result:
+                        raise PluginFailed(mechanism_name, result["plugin_error"])
                     value = {"mechanism": mechanism_name, "oracle": mutation.oracle.name,
                              **{k: result[k] for k in ("outcome", "released", "payload_stale")}}
                 history.append(Operation(len(history), f"{actor}[{pid}]", op, OK, start, end, {"group": rep, **value}))
@@ -194,8 +198,6 @@ class Workspace:
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
         pids = {pid for (pid,) in self.workflow.execute("SELECT pid FROM steps WHERE repetition = ?", (rep,))}
         base = {"variant": variant, "oracle": mutation.oracle.name, "changes": len(changes)}
-        if died:
-            return {**base, **UNKNOWN_RESULT, "effect_committed": len(log) > len(changes), "processes": len(pids | {os.getpid()})}
         return {**base, **result, "effect_committed": len(log) > len(changes), "processes": len(pids | {os.getpid()})}
 
 

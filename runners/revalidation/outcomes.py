@@ -53,7 +53,7 @@ class RevalidationOutcomes(Experiment):
         return rows.drop(columns=["workload", "mutation_class"])
 
     def listing(self) -> list[tuple[str, str]]:
-        return [(f"schedule {s.id}", s.description.splitlines()[0][:90]) for s in load_schedules()]
+        return [(f"schedule {s.id}", " ".join(s.description.split()).split(". ")[0].rstrip(".")) for s in load_schedules()]
 
     def check(self, options: Options) -> None:
         load_workloads(tuple(options.scenario_dirs))

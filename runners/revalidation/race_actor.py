@@ -25,12 +25,14 @@ in the open transaction if there is one, else in its own).
 """
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from typing import Any
 
 from faults.revalidation.races import justified
 from runners.interleaving import Step
-from runners.processes import ActorProcess, Answer, child_env, serve_json_lines
+from runners.processes import ActorProcess, Answer, child_env, die_with_parent, serve_json_lines
 from runners.revalidation.race_store import TIMEOUT_S, RaceStore, attach
 from vocabulary import FAIL, OK
 
@@ -125,6 +127,9 @@ class RaceDomain:
 
 def main(argv: list[str] | None = None) -> int:
     backend, location, binding = (argv or sys.argv[1:])[:3]
+    if argv is None:  # run as its own process: it dies with the cell that started it (no orphan holds the store)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        die_with_parent(os.getppid())
     actor = Actor(attach(backend, location), binding)
     try:
         serve_json_lines(actor.handle, sys.stdin, sys.stdout)

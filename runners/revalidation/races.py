@@ -114,6 +114,8 @@ class RevalidationRaces(Experiment):
     description = "race pairs under version-token CAS; cross-resource histories: target-only CAS vs policy token"
     uses_user_scenarios = False
     seconds_per_execution = 0.02
+    uses_backend = True
+    uses_mechanisms = False
     artifacts = (artifact("revalidation_races"),)
 
     def check(self, options: Options) -> None:

@@ -181,6 +181,14 @@ class RevalidationScaling(Experiment):
         for m in options.mechanisms_for("revalidation") or DEFAULT_MECHANISMS:
             resolve(m)
 
+    def seconds(self, cell: Cell, options: Options) -> float:
+        """Every timed validation: repetitions x rounds x mechanisms x read points, each costing about a
+        microsecond per recorded read (FullScan's slope; ATR's is far less), plus pytest-benchmark's set-up."""
+        p = cell.p
+        reads = sum(int(r) for r in str(p["reads_points"]).split(","))
+        mechanisms = len(str(p["mechanisms"]).split(","))
+        return cell.repetitions * (int(p["rounds"]) * mechanisms * (reads * 1e-6 + 1e-5) + 1.0)
+
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         reps = options.extra.get("repetitions") or REPETITIONS[profile]
         rounds = options.extra.get("rounds") or ROUNDS[profile]

@@ -5,7 +5,11 @@ Serves "Resume Means Resume" (arXiv 2608.03836).  The paper is silent on its
 cell in ``scenarios/resume/``, each with ``family = "resume"`` and a ``kind``:
 
 - ``kind = "graph"`` — the lab's small graph: ``[[nodes]]`` with ``name``,
-  ``effects`` (effect keys), ``interrupt`` (exactly one), ``work_ms``.
+  ``effects`` (effect keys), ``interrupt`` (exactly one), ``work_ms``; an
+  optional ``[hints]`` table for framework adapters (``parallel`` = sibling
+  node names run in one step, ``state`` = how the state is declared).
+  Framework-only graphs and cells live in ``scenarios/resume/frameworks/``
+  (run by ``resume_frameworks`` only).
 - ``kind = "cell"`` — one fault-matrix cell: ``graph``, ``operation`` and
   ``crash_point`` (for the table; ``"-"`` when none), ``replicas`` (identical
   runs, so that recoveries from one frontier can be compared), optional
@@ -13,11 +17,12 @@ cell in ``scenarios/resume/``, each with ``family = "resume"`` and a ``kind``:
   order, Hermitage-style::
 
       [[steps]]
-      call = "resume"        # start | resume | fork | recover
+      call = "resume"        # start | resume | fork | recover | replay | update (the last two: frameworks only)
       run = "a"              # the run (prefixed per cell, repetition and replica)
       value = "yes"          # resume value (resume only)
       at = "parked"          # resume/fork: address the run's parked checkpoint by id
       new_run = "f1"         # fork only
+      key = "note"           # update only: the state key written with value
       crash = "after_effect" # optional: SIGKILL the call's process at this named point ...
       node = "act"           # ... of this node
 
@@ -41,7 +46,7 @@ from scenarios import ScenarioError
 from vocabulary.resume import POINTS, GraphSpec, NodeSpec
 
 KINDS = ("graph", "cell", "switch", "concurrency")
-CALL_NAMES = ("start", "resume", "fork", "recover")
+CALL_NAMES = ("start", "resume", "fork", "recover", "replay", "update")
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class Step:
     new_run: str | None = None
     crash: str | None = None
     node: str | None = None
+    key: str | None = None  # update only: the state key written (with ``value``)
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,12 @@ def _graph(path: Path, raw: dict) -> GraphScenario:
             raise ScenarioError(f"{path}: nodes[{i}].work_ms: a number >= 0")
         specs.append(NodeSpec(n["name"], tuple(effects), bool(n.get("interrupt", False)), False, float(work)))
     try:
-        graph = GraphSpec(_name(path, raw), tuple(specs))
+        hints = raw.get("hints", {})
+        if not isinstance(hints, dict) or set(hints) - {"parallel", "state"}:
+            raise ScenarioError(f"{path}: hints: a table with parallel and/or state")
+        if not set(hints.get("parallel", ())) <= {n.name for n in specs}:
+            raise ScenarioError(f"{path}: hints.parallel: names nodes the graph does not have")
+        graph = GraphSpec(_name(path, raw), tuple(specs), hints=dict(hints))
     except ValueError as exc:
         raise ScenarioError(f"{path}: nodes: {exc}") from None
     return GraphScenario(graph.name, "graph", graph, str(raw.get("description", "")))
@@ -151,7 +162,7 @@ def _steps(path: Path, raw: dict) -> tuple[Step, ...]:
         where = f"{path}: steps[{i}]"
         if not isinstance(s, dict):
             raise ScenarioError(f"{where}: a table")
-        unknown = set(s) - {"call", "run", "value", "at", "new_run", "crash", "node"}
+        unknown = set(s) - {"call", "run", "value", "at", "new_run", "crash", "node", "key"}
         if unknown:
             raise ScenarioError(f"{where}: unknown field(s) {sorted(unknown)}")
         call = s.get("call")
@@ -163,6 +174,10 @@ def _steps(path: Path, raw: dict) -> tuple[Step, ...]:
             raise ScenarioError(f"{where}.value: a resume needs a string value")
         if call == "fork" and (not isinstance(s.get("new_run"), str) or s.get("at") != "parked"):
             raise ScenarioError(f"{where}: a fork needs new_run and at = \"parked\"")
+        if call == "replay" and s.get("at") != "parked":
+            raise ScenarioError(f"{where}: a replay needs at = \"parked\" (the past checkpoint it re-runs from)")
+        if call == "update" and not (isinstance(s.get("key"), str) and isinstance(s.get("value"), str)):
+            raise ScenarioError(f"{where}: an update needs a key and a string value")
         if s.get("at") not in (None, "parked"):
             raise ScenarioError(f"{where}.at: only \"parked\" is known")
         if s.get("crash") is not None:
@@ -170,7 +185,8 @@ def _steps(path: Path, raw: dict) -> tuple[Step, ...]:
                 raise ScenarioError(f"{where}.crash: {s['crash']!r} is not one of {', '.join(POINTS)}")
             if not isinstance(s.get("node"), str):
                 raise ScenarioError(f"{where}.node: a crash names the node it lands in")
-        steps.append(Step(call, s["run"], s.get("value"), s.get("at"), s.get("new_run"), s.get("crash"), s.get("node")))
+        steps.append(Step(call, s["run"], s.get("value"), s.get("at"), s.get("new_run"), s.get("crash"), s.get("node"),
+                          s.get("key")))
     if not steps or steps[0].call != "start":
         raise ScenarioError(f"{path}: steps: the first step must start a run")
     return tuple(steps)
@@ -243,14 +259,27 @@ def cell_graph(cell: FaultCell, graphs: dict[str, GraphScenario], where: str = "
     if cell.graph not in graphs:
         raise ScenarioError(f"{where or cell.name}: graph: no graph scenario named {cell.graph!r}")
     graph = graphs[cell.graph].graph
-    try:
-        graph = graph.with_invalid(cell.invalid_node)
-        for s in cell.steps:
-            if s.node is not None:
-                graph.node(s.node)
-    except KeyError as exc:
-        raise ScenarioError(f"{where or cell.name}: node: {exc} is not a node of graph {graph.name}") from None
-    return graph
+    where = where or cell.name
+    known = f"(graph {graph.name} has {', '.join(graph.names)})"
+    if cell.invalid_node is not None and cell.invalid_node not in graph.names:
+        raise ScenarioError(f"{where}: invalid_node: {cell.invalid_node!r} is not a node {known}")
+    for i, s in enumerate(cell.steps):
+        if s.node is not None and s.node not in graph.names:
+            raise ScenarioError(f"{where}: steps[{i}].node: {s.node!r} is not a node {known}")
+    return graph.with_invalid(cell.invalid_node)
+
+
+def link(scenarios: dict[str, Any]) -> None:
+    """Resolve the references between resume files when they load: every cell's graph, crash nodes and
+    invalid node, and every concurrency grid's graph, exist; a ScenarioError names the file that refers.
+
+    (A switch's runtime is a mechanism, which scenarios cannot import: the experiment checks it.)"""
+    graphs = by_kind(scenarios, "graph")
+    for s in scenarios.values():
+        if s.kind == "cell":
+            cell_graph(s, graphs, s.path)
+        elif s.kind == "concurrency" and s.graph not in graphs:
+            raise ScenarioError(f"{s.path}: graph: no graph scenario named {s.graph!r}")
 
 
 def expected_effects(cell: FaultCell, graph: GraphSpec) -> int:

@@ -21,8 +21,9 @@ compiled checks and this reading disagree (a parser bug, issue 16 §7); the
 tests compare the mechanisms against it.
 
 Schedule s7 lands a *prelude* change before the case's own change
-(:func:`prelude_class`): the loader also checks every prelude + variant
-combination, so that the oracle never depends on the schedule.
+(:func:`prelude_class`, variant :func:`prelude_variant`): the loader checks
+every variant after the prelude it is paired with, so that the oracle never
+depends on the schedule, and loading stays linear in the number of variants.
 """
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def prelude_class(oracle: Outcome | str) -> str:
     """
     name = oracle.name if isinstance(oracle, Outcome) else str(oracle)
     return "irrelevant" if name == "KEEP" else "presentation"
+
+
+def prelude_variant(variant: int, preludes: int) -> int:
+    """Which of the prelude class's ``preludes`` variants s7 lands before ``variant``: one fixed partner each."""
+    return variant % preludes
 
 
 # ------------------------------------------------------------------ the oracle's own reading of the rule text

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from scenarios import ScenarioError, load_scenarios, read_toml
-from scenarios.revalidation.oracle import Reference, ReadingError, holds, prelude_class
+from scenarios.revalidation.oracle import Reference, ReadingError, holds, prelude_class, prelude_variant
 from scenarios.revalidation.rules import RuleError, check_types, compatible, compile_tree, parse_rule, refs_of, type_of
 from vocabulary.revalidation import MUTATION_CLASSES, Change, Intent, Outcome, Premise, Ref, object_of, reverse_index
 
@@ -311,15 +311,16 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> Workload:
                            "REFRESH premise)")
     for cls, m in mutations.items():
         first = prelude_class(m.oracle)
+        preludes = mutations[first].variants
         for j, variant in enumerate(m.variants):
-            for k, prelude in enumerate(mutations[first].variants):
-                same_reading(f"mutations.{cls}.variants[{j}]", prelude, variant)
-                got = reference.judge(prelude, variant)
-                if got.outcome != m.oracle.name:
-                    raise fail(f"mutations.{cls}.variants[{j}]",
-                               f"declares {m.oracle.name} but after schedule s7's first change "
-                               f"(mutations.{first}.variants[{k}]) the rules imply {got.outcome} ({because(got)}); "
-                               "the oracle must not depend on the schedule")
+            k = prelude_variant(j, len(preludes))
+            same_reading(f"mutations.{cls}.variants[{j}]", preludes[k], variant)
+            got = reference.judge(preludes[k], variant)
+            if got.outcome != m.oracle.name:
+                raise fail(f"mutations.{cls}.variants[{j}]",
+                           f"declares {m.oracle.name} but after schedule s7's first change "
+                           f"(mutations.{first}.variants[{k}]) the rules imply {got.outcome} ({because(got)}); "
+                           "the oracle must not depend on the schedule")
 
     return Workload(name, description, objects, tuple(reads), tuple(premises), intent, mutations, path)
 

@@ -1,5 +1,5 @@
-"""A revalidation mechanism whose process dies (SIGKILL) while validating: the durable step it runs in
-never answers, so its execution must be recorded indeterminate and judged unknown (tests only)."""
+"""Revalidation mechanisms whose own code fails while validating (tests only): ``Killer`` SIGKILLs its process,
+``Raiser`` raises.  Neither may ever become a result: the cell stops with one line naming the mechanism."""
 import os
 import signal
 
@@ -9,3 +9,10 @@ class Killer:
 
     def validate(self, txn, store):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Raiser:
+    name = "Raiser"
+
+    def validate(self, txn, store):
+        raise RuntimeError("validation exploded")

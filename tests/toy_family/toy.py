@@ -16,6 +16,7 @@ from analysis.report import Matrix, Section
 from runners.experiment import Cell, CellOutput, Experiment, Options
 from scenarios import ScenarioError
 from vocabulary import CheckResult, History, Operation, Verdict, Witness
+from vocabulary.schema import ALWAYS, HistorySchema, Key, OpSpec
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Alternates:
 
 
 CHECKERS = {"alternates": Alternates()}
+HISTORY = HistorySchema("toy", (OpSpec("flip", "the coin is flipped", (Key("side", "string", ALWAYS),)),))
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Schema validation of LangGraph state before it is persisted (the guard's CV part).
+"""Layer 1, schema validation: LangGraph state is checked before it is persisted (checkpoint validity).
 
 Serves "Resume Means Resume" (arXiv 2608.03836), checkpoint validity (CV): the
 paper found that LangGraph 1.2.9 persists a schema-invalid state silently.  A
@@ -25,14 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-
-class InvalidState(ValueError):
-    """A state that does not fit the graph's schema was about to be persisted (nothing was written)."""
-
-    def __init__(self, where: str, problems: list[str]):
-        self.where = where
-        self.problems = list(problems)
-        super().__init__(f"schema-invalid state refused before {where}: " + "; ".join(self.problems))
+from driftguard.errors import InvalidState
 
 
 def _strip(tp: Any) -> Any:

@@ -1,0 +1,1 @@
+"""The agent family (issue 15): one LangGraph agent meeting all three failure modes; its judgement and tables."""

@@ -1,0 +1,1 @@
+"""The agent family figures: one module per figure."""

@@ -1,0 +1,325 @@
+"""Layer 1, consume-once: what the four guarded savers share (one claim, one set of checks).
+
+Serves "Resume Means Resume" (arXiv 2608.03836), consume-once (CO): LangGraph
+records a second resume value and never consults it, re-runs the nodes after an
+addressed checkpoint with the old value, and serves every one of k concurrent
+resumers.  The guarded savers (:mod:`driftguard.sqlite`, :mod:`driftguard.postgres`)
+store checkpoints exactly as the stock savers do and add one table,
+``driftguard_claims``, keyed by (thread, namespace, interrupt id).
+
+**The claim.**  When a graph is invoked with ``Command(resume=value)``, the
+saver's first load of that invocation (which LangGraph makes before it
+schedules any node) claims every interrupt recorded on the loaded checkpoint in
+one transaction (``INSERT ... ON CONFLICT DO NOTHING RETURNING``; all or none).
+The same transaction stores LangGraph's own resume write (the one LangGraph
+would write next; the saver then skips that write), so a resume costs the
+commits it costs stock LangGraph.  Of k concurrent or repeated resumers exactly
+one inserts the rows and proceeds; every other gets :class:`ResumeRefused`
+before any node runs.  A resume of a checkpoint with no interrupt (a finished
+run), of a thread with no checkpoint, or addressed to a consumed checkpoint is
+refused too.
+
+**Durability.**  A claimed resume (and a recovery that continues one) runs
+with ``durability="sync"`` whatever the caller asked for: the step that
+consumed the value is durable before the next step starts, so a crash after it
+never makes a recovery consume the value again (under ``"exit"`` LangGraph
+would otherwise persist nothing until the end).  ``_pregel.py`` does this.
+
+**Recovery.**  The claim row keeps the value: a recovery (``invoke(None,
+config)``) of a claimed checkpoint whose resume write is missing is handed the
+claimed value instead of parking again.
+
+The claim is written once, as a generator of SQL requests (:func:`claim`,
+:func:`claimed_value`); :func:`drive` and :func:`adrive` run it on a sync or
+an async connection.  Each saver only says how it executes one statement.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Generator, Iterable
+
+from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple
+from langgraph.types import Command
+
+from driftguard._pregel import Invocation, loading_invocation
+from driftguard.errors import ResumeRefused
+from driftguard.schema import StateSchema, as_schema
+
+# LangGraph's reserved channel / task names (langgraph._internal._constants; stable since 0.2).
+INTERRUPT = "__interrupt__"
+RESUME = "__resume__"
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+
+CLAIMS_DDL = """CREATE TABLE IF NOT EXISTS driftguard_claims (
+    thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '', interrupt_id TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL, claimant TEXT NOT NULL, value_type TEXT, value {blob}, claimed_at {real} NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, interrupt_id)){suffix}"""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The statements of the claim in one SQL dialect (``?`` placeholders are rewritten for psycopg)."""
+
+    begin: str
+    write: str  # the stock saver's statement for one pending write (its resume write)
+    mark: str = "?"
+    insert: str = ("INSERT INTO driftguard_claims (thread_id, checkpoint_ns, interrupt_id, checkpoint_id, claimant, "
+                   "value_type, value, claimed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING "
+                   "RETURNING interrupt_id")
+    holder: str = ("SELECT claimant, checkpoint_id FROM driftguard_claims WHERE thread_id = ? AND checkpoint_ns = ? "
+                   "AND interrupt_id = ?")
+    value: str = ("SELECT value_type, value FROM driftguard_claims WHERE thread_id = ? AND checkpoint_ns = ? "
+                  "AND interrupt_id = ?")
+    commit: str = "COMMIT"
+    rollback: str = "ROLLBACK"
+
+    def __post_init__(self):
+        if self.mark != "?":
+            for name in ("insert", "holder", "value"):
+                object.__setattr__(self, name, getattr(self, name).replace("?", self.mark))
+
+
+Request = tuple[str, Any]  # (statement, parameters or None) -> the first row it returns, or None
+Procedure = Generator[Request, Any, Any]
+
+
+def claim(d: Dialect, rows: list[tuple], resume_write: tuple | None) -> Procedure:
+    """Insert every claim row and the resume write in one transaction; on a conflict roll back, return the holder."""
+    yield d.begin, None
+    for row in rows:
+        if (yield d.insert, row) is None:
+            holder = yield d.holder, row[:3]
+            yield d.rollback, None
+            return tuple(holder) if holder else ("?", "?")
+    if resume_write is not None:
+        yield d.write, resume_write
+    yield d.commit, None
+    return None
+
+
+def claimed_value(d: Dialect, key: tuple[str, str], ids: list[str]) -> Procedure:
+    """The (type, bytes) of the value claimed for the first of ``ids`` that has a claim, or None."""
+    for iid in ids:
+        row = yield d.value, (*key, iid)
+        if row is not None:
+            return row[0], bytes(row[1])
+    return None
+
+
+def drive(proc: Procedure, execute: Callable[[str, Any], Any], rollback: str) -> Any:
+    """Run a procedure on a sync connection (``execute(sql, params) -> first row or None``)."""
+    try:
+        request = next(proc)
+        while True:
+            request = proc.send(execute(*request))
+    except StopIteration as done:
+        return done.value
+    except BaseException:
+        try:
+            execute(rollback, None)
+        except Exception:  # noqa: BLE001 - no transaction open: nothing to roll back
+            pass
+        raise
+
+
+async def adrive(proc: Procedure, execute: Callable[[str, Any], Any], rollback: str) -> Any:
+    """Run a procedure on an async connection (``await execute(sql, params) -> first row or None``)."""
+    try:
+        request = next(proc)
+        while True:
+            request = proc.send(await execute(*request))
+    except StopIteration as done:
+        return done.value
+    except BaseException:
+        try:
+            await execute(rollback, None)
+        except Exception:  # noqa: BLE001
+            pass
+        raise
+
+
+def recorded_interrupts(tup: CheckpointTuple) -> list[str]:
+    """Ids of the interrupts recorded on a checkpoint (its INTERRUPT pending writes), in order."""
+    ids: list[str] = []
+    for _task, channel, value in tup.pending_writes or ():
+        if channel != INTERRUPT:
+            continue
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            iid = getattr(item, "id", None)
+            if iid is not None and iid not in ids:
+                ids.append(str(iid))
+    return ids
+
+
+def has_resume_write(tup: CheckpointTuple) -> bool:
+    return any(channel == RESUME for _t, channel, _v in tup.pending_writes or ())
+
+
+def default_claimant() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class Plan:
+    """What one load decides: ``claim`` (ids, value), ``refuse`` (reason) or ``replay`` (ids)."""
+
+    kind: str
+    invocation: Invocation
+    ids: list[str]
+    value: Any = None
+    reason: str = ""
+
+
+class ConsumeOnce:
+    """The decision and the checks every guarded saver shares; a saver adds ``dialect`` and one execute."""
+
+    guard_schema: StateSchema | None = None
+    guard_claimant: str = ""
+
+    def _guard_init(self, schema: Any, claimant: str | None) -> None:
+        self.guard_schema = as_schema(schema)
+        self.guard_claimant = claimant or default_claimant()
+        self._guard_seen: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self._guard_written: dict[tuple[str, str, str], Any] = {}  # resume writes the claim already stored
+        self.claims_made = 0
+        self.claims_refused = 0
+
+    def validate_with(self, schema: Any) -> "ConsumeOnce":
+        """Check every checkpoint and pending write against ``schema`` before it is persisted."""
+        self.guard_schema = as_schema(schema)
+        return self
+
+    # ---- the decision (pure but for the invocation it reads)
+    def _guard_plan(self, tup: CheckpointTuple | None, inv: Invocation | None, config: dict) -> Plan | None:
+        if inv is None or inv.loop in self._guard_seen:
+            return None
+        self._guard_seen.add(inv.loop)
+        command = inv.input
+        resuming = isinstance(command, Command) and command.resume is not None
+        if tup is None:  # no checkpoint: LangGraph would run the graph from an empty state with the value
+            return Plan("refuse", inv, [], reason="the thread has no checkpoint: nothing is parked") if resuming else None
+        ids = recorded_interrupts(tup)
+        if resuming:
+            value = command.resume
+            if isinstance(value, dict) and value and all(k in ids for k in value):
+                ids = list(value)  # a resume map names the interrupts it answers
+            if not ids:
+                return Plan("refuse", inv, ids, reason="no interrupt is parked at this checkpoint (LangGraph would "
+                                                       "record the resume value and never consult it)")
+            return Plan("claim", inv, ids, value)
+        if command is None and ids and not has_resume_write(tup):
+            return Plan("replay", inv, ids)
+        return None
+
+    def _guard_procedure(self, tup: CheckpointTuple, plan: Plan) -> Procedure:
+        conf = tup.config["configurable"]
+        thread, ns, cp = str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"])
+        if plan.kind == "replay":
+            return claimed_value(self.dialect, (thread, ns), plan.ids)
+        vtype, blob = self.serde.dumps_typed(plan.value)
+        rows = [(thread, ns, iid, cp, self.guard_claimant, vtype, blob, time.time()) for iid in plan.ids]
+        plain = not (isinstance(plan.value, dict) and set(plan.value) == set(plan.ids))
+        write = self._resume_write(thread, ns, cp, vtype, blob) if plain else None
+        if write is not None:
+            self._guard_written[(thread, ns, cp)] = plan.value
+        return claim(self.dialect, rows, write)
+
+    def _resume_write(self, thread: str, ns: str, cp: str, vtype: str, blob: bytes) -> tuple:
+        """The row of LangGraph's own resume write, as the stock saver's write statement takes it."""
+        return (thread, ns, cp, NULL_TASK_ID, "", WRITES_IDX_MAP[RESUME], RESUME, vtype, blob)
+
+    def _guard_outcome(self, tup: CheckpointTuple, plan: Plan, result: Any) -> CheckpointTuple:
+        conf = tup.config["configurable"]
+        if plan.kind == "claim":
+            if result is not None:  # the holder of a conflicting claim
+                self._guard_written.pop((str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")),
+                                         str(conf["checkpoint_id"])), None)
+                self.claims_refused += 1
+                raise ResumeRefused(str(conf["thread_id"]), str(conf.get("checkpoint_id")),
+                                    f"interrupt {', '.join(plan.ids)} was already consumed by {result[0]} "
+                                    f"at checkpoint {result[1]}", interrupt_ids=plan.ids, claimant=result[0])
+            self.claims_made += 1
+            plan.invocation.make_durable()
+            return tup
+        if result is None:  # replay: nothing was claimed, the run parks again
+            return tup
+        plan.invocation.make_durable()
+        value = self.serde.loads_typed(result)
+        return tup._replace(pending_writes=[*(tup.pending_writes or ()), (NULL_TASK_ID, RESUME, value)])
+
+    def _guard_refuse(self, tup: CheckpointTuple | None, plan: Plan, config: dict):
+        self.claims_refused += 1
+        conf = (tup.config if tup is not None else config)["configurable"]
+        raise ResumeRefused(str(conf["thread_id"]), str(conf.get("checkpoint_id")), plan.reason,
+                            interrupt_ids=plan.ids)
+
+    def _guard_skip_write(self, config: dict, writes: list, task_id: str) -> bool:
+        """True for LangGraph's resume write when the claim transaction already stored it."""
+        if task_id != NULL_TASK_ID or not writes or any(c != RESUME for c, _v in writes):
+            return False
+        conf = config["configurable"]
+        key = (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf.get("checkpoint_id")))
+        return key in self._guard_written and self._guard_written.pop(key) is writes[0][1]
+
+    def _guard_check_checkpoint(self, checkpoint: dict) -> None:
+        if self.guard_schema is not None:
+            self.guard_schema.check(checkpoint.get("channel_values", {}), "checkpoint " + str(checkpoint.get("id")))
+
+    def _guard_check_writes(self, writes: Iterable[tuple[str, Any]], task_id: str) -> None:
+        if self.guard_schema is not None:
+            self.guard_schema.check(list(writes), f"the writes of task {task_id}")
+
+
+class SyncGuard(ConsumeOnce):
+    """The sync saver methods: get_tuple claims, put and put_writes check.  Needs ``_execute(sql, params)``."""
+
+    def get_tuple(self, config):
+        inv = loading_invocation()
+        tup = super().get_tuple(config)
+        plan = self._guard_plan(tup, inv, config)
+        if plan is None:
+            return tup
+        if plan.kind == "refuse":
+            self._guard_refuse(tup, plan, config)
+        result = self._run(self._guard_procedure(tup, plan))
+        return self._guard_outcome(tup, plan, result)
+
+    def put(self, config, checkpoint, metadata, new_versions):
+        self._guard_check_checkpoint(checkpoint)
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config, writes, task_id, task_path: str = ""):
+        self._guard_check_writes(writes, task_id)
+        if self._guard_skip_write(config, writes, task_id):
+            return None
+        return super().put_writes(config, writes, task_id, task_path)
+
+
+class AsyncGuard(ConsumeOnce):
+    """The async saver methods: aget_tuple claims, aput and aput_writes check.  Needs ``_run`` as a coroutine."""
+
+    async def aget_tuple(self, config):
+        inv = loading_invocation()  # before the first await: the loop is on the stack only until then
+        tup = await super().aget_tuple(config)
+        plan = self._guard_plan(tup, inv, config)
+        if plan is None:
+            return tup
+        if plan.kind == "refuse":
+            self._guard_refuse(tup, plan, config)
+        result = await self._run(self._guard_procedure(tup, plan))
+        return self._guard_outcome(tup, plan, result)
+
+    async def aput(self, config, checkpoint, metadata, new_versions):
+        self._guard_check_checkpoint(checkpoint)
+        return await super().aput(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config, writes, task_id, task_path: str = ""):
+        self._guard_check_writes(writes, task_id)
+        if self._guard_skip_write(config, writes, task_id):
+            return None
+        return await super().aput_writes(config, writes, task_id, task_path)

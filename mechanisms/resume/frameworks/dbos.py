@@ -1,0 +1,273 @@
+"""DBOS Transact at a pinned release (``dbos@3.4``), inside its own environment, SQLite or PostgreSQL system database.
+
+Serves issue 14 (every framework under the harness of "Resume Means Resume",
+arXiv 2608.03836); the paper's artifact profiled DBOS 2.27.0 as an engine
+baseline.  What DBOS does is left to DBOS, through its documented API:
+
+- the graph is one ``@DBOS.workflow``: each node but the interrupt is a
+  ``@DBOS.step`` whose body is the protocol's ``run_node`` (effects in the
+  lab's ledger, a separate store); the interrupt is ``DBOS.recv(topic)``
+  (parked until a message arrives) followed by a step that runs the
+  interrupt node with the received value;
+- the system database: SQLite ``<location>/<ns>dbos.sqlite`` or PostgreSQL
+  schema ``<ns>`` (``dbos_system_schema``); notification polling every
+  ``options.polling_ms`` (50 ms) instead of DBOS's default second;
+- every process is one DBOS executor with an ``executor_id`` of its own
+  (``driftlab-<pid>``), as DBOS asks of concurrent processes;  a workflow
+  whose executor's process is gone is recovered with DBOS's own recovery of
+  a dead executor (``DBOS._recover_pending_workflows([executor])``, what its
+  Conductor or admin server calls): the workflow is re-enqueued, guarded on
+  the dead executor's id, and one live executor dequeues it.  A process is
+  dead when its pid is (one host): the lab's stand-in for Conductor's
+  heartbeats;
+- ``start`` = ``DBOS.start_workflow`` under ``SetWorkflowID(run)``, returning
+  once the workflow waits in ``recv`` (its durable sleep is recorded and no
+  message consumed) or ends; the process then ends, as a worker does;
+- ``resume`` = ``DBOSClient.send(run, value, topic)`` (the documented way
+  from another process), then this process launches DBOS, recovers the run
+  if its executor is dead, and returns when the workflow is no longer
+  PENDING (or the timeout).  A run that is not waiting is sent the message
+  all the same (DBOS accepts it): reported as what DBOS answers;
+- ``recover`` = the same recovery in a new process; ``fork`` =
+  ``DBOS.fork_workflow(run, start_step)`` under ``SetWorkflowID(new_run)``
+  (steps before ``start_step`` copied, the rest re-run), executed by this
+  process's queue worker until it parks;
+- ``checkpoints`` = the recorded outputs of the node steps
+  (``DBOS.list_workflow_steps``), id ``<run>:<function id>``.
+
+Named points: ``before_node``/``after_effect`` (``run_node``),
+``after_node_before_checkpoint`` (the step's body returned; DBOS has not
+recorded its output), ``parked`` (the workflow waits in ``recv``; the call has
+not returned) and ``after_resume_consumed`` (the interrupt step's output,
+holding the value, is recorded; the next step has not started).
+``during_checkpoint_write`` is not reachable (pyproject's ``not_applicable``).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID
+from dbos import error as dbos_error
+
+from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED, PARKED_POINT,
+                       REFUSED, Adapter)
+
+TOPIC = "decision"
+RECV_TIMEOUT_S = 7 * 24 * 3600  # a human decision may take days: DBOS's recv would otherwise return None at 60 s
+WAIT_S = 30
+TERMINAL_OK, TERMINAL_FAIL = ("SUCCESS",), ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+
+_ADAPTER: "DBOSAdapter | None" = None  # the adapter of this process (DBOS functions are module-level)
+
+
+def _run_id() -> str:
+    return DBOS.workflow_id
+
+
+@DBOS.step(name="driftlab.node")
+def node_step(step: int, state: dict, resume: Any = None) -> dict:
+    run_id = _run_id()
+    new = _ADAPTER.run_node(run_id, step, state, resume=resume)
+    _ADAPTER.point(AFTER_NODE_BEFORE_CHECKPOINT, run_id, step)
+    return new
+
+
+@DBOS.workflow(name="driftlab.graph")
+def graph_workflow(initial: dict) -> dict:
+    rt, state = _ADAPTER, initial
+    for step, node in enumerate(rt.graph.nodes):
+        if node["interrupt"]:
+            value = DBOS.recv(TOPIC, timeout_seconds=RECV_TIMEOUT_S)
+            state = node_step(step, state, value)
+            rt.point(AFTER_RESUME_CONSUMED, _run_id(), step)
+        else:
+            state = node_step(step, state)
+    return state
+
+
+def _alive(executor: str) -> bool:
+    """Whether the process of executor ``driftlab-<pid>`` (this host) still runs."""
+    pid = executor.rpartition("-")[2]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sqlalchemy_url(dsn: str) -> str:
+    """A libpq keyword DSN (``host=... dbname=...``) or URL as the URL DBOS takes."""
+    if "://" in dsn:
+        return dsn
+    kv = dict(part.split("=", 1) for part in dsn.split())
+    auth = kv.get("user", "postgres") + (f":{kv['password']}" if "password" in kv else "")
+    return f"postgresql://{auth}@{kv.get('host', 'localhost')}:{kv.get('port', '5432')}/{kv.get('dbname', 'postgres')}"
+
+
+class DBOSAdapter(Adapter):
+    """DBOS behind the durable-runtime interface (module docstring)."""
+
+    name = "dbos"
+
+    def __init__(self, backend, graph, hooks=None, options=None):
+        super().__init__(backend, graph, hooks, options)
+        global _ADAPTER
+        _ADAPTER = self
+        if backend["kind"] == "sqlite":
+            path = Path(backend["location"]) / f"{self.ns}dbos.sqlite"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.url, self.schema = f"sqlite:///{path}", None
+        else:
+            self.url, self.schema = _sqlalchemy_url(backend["location"]), self.ns
+        self.executor: str | None = None
+        self._client: DBOSClient | None = None
+
+    # ------------------------------------------------------------------ DBOS in this process
+    def _config(self, executor: str) -> DBOSConfig:
+        config = DBOSConfig(name="driftlab", system_database_url=self.url, executor_id=executor,
+                            application_version="driftlab", log_level="ERROR",
+                            notification_listener_polling_interval_sec=self.options.get("polling_ms", 50) / 1000)
+        if self.schema:
+            config["dbos_system_schema"] = self.schema
+        return config
+
+    def launch(self) -> None:
+        """This process becomes a DBOS executor of its own (``driftlab-<pid>``)."""
+        if self.executor is None:
+            self.executor = f"driftlab-{os.getpid()}"
+            DBOS(config=self._config(self.executor))
+            DBOS.launch()
+
+    def recover_dead(self, run_id: str) -> None:
+        """If the run is PENDING on an executor whose process is gone, DBOS's recovery of that executor."""
+        st = self._status(run_id)
+        if st is None or st.status != "PENDING" or st.executor_id in (None, self.executor):
+            return
+        if not _alive(st.executor_id):
+            DBOS._recover_pending_workflows([st.executor_id])
+
+    def client(self) -> DBOSClient:
+        if self._client is None:
+            self._client = DBOSClient(system_database_url=self.url, **(
+                {"dbos_system_schema": self.schema} if self.schema else {}))
+        return self._client
+
+    def setup(self) -> None:
+        self.launch()  # creates and migrates the system database
+
+    # ------------------------------------------------------------------ reading the system database
+    def _status(self, run_id: str):
+        return self.client().retrieve_workflow(run_id).get_status() if self._exists(run_id) else None
+
+    def _exists(self, run_id: str) -> bool:
+        return bool(self.client().list_workflows(workflow_ids=[run_id]))
+
+    def _steps(self, run_id: str) -> list[dict]:
+        return list(self.client().list_workflow_steps(run_id))
+
+    def _waiting(self, run_id: str) -> bool:
+        """The workflow waits in ``recv``: its durable sleep is recorded and no message consumed."""
+        names = [s["function_name"] for s in self._steps(run_id)]
+        return "DBOS.sleep" in names and "DBOS.recv" not in names
+
+    def _wait(self, run_id: str, may_park: bool) -> None:
+        """Until the run is not PENDING, or (``may_park``) waits in ``recv`` for three polls in a row."""
+        deadline, stable = time.monotonic() + self.options.get("wait_s", WAIT_S), 0
+        while time.monotonic() < deadline:
+            st = self._status(run_id)
+            if st is not None and st.status not in ("PENDING", "ENQUEUED"):
+                return
+            stable = stable + 1 if may_park and st is not None and self._waiting(run_id) else 0
+            if stable >= 3:
+                return
+            time.sleep(self.options.get("polling_ms", 50) / 1000)
+
+    # ------------------------------------------------------------------ calls
+    def _answer(self, run_id: str) -> dict:
+        head = self.state(run_id)
+        if head["state"] == PARKED and head["node"] == self.graph.names[self.graph.interrupt_step]:
+            self.point(PARKED_POINT, run_id, self.graph.interrupt_step)
+        return head
+
+    def start(self, run_id: str, input: str) -> dict:
+        self.launch()
+        with SetWorkflowID(run_id):
+            DBOS.start_workflow(graph_workflow, self.graph.initial_state(input))
+        self._wait(run_id, may_park=True)
+        return self._answer(run_id)
+
+    def resume(self, run_id: str, value: Any, checkpoint_id: str | None = None) -> dict:
+        if checkpoint_id is not None:  # the cells that need it are n/a (pyproject); never a refusal DBOS did not make
+            raise RuntimeError("DBOS has no resume by checkpoint id (declared not applicable)")
+        try:
+            self.client().send(run_id, value, TOPIC)
+        except dbos_error.DBOSNonExistentWorkflowError as exc:  # DBOS's answer: no such workflow
+            return self.status(run_id, REFUSED, reason=str(exc).splitlines()[0])
+        self.launch()
+        self.recover_dead(run_id)
+        self._wait(run_id, may_park=False)
+        return self._answer(run_id)
+
+    def recover(self, run_id: str) -> dict:
+        self.launch()
+        self.recover_dead(run_id)
+        self._wait(run_id, may_park=True)
+        return self._answer(run_id)
+
+    def fork(self, run_id: str, checkpoint_id: str, new_run_id: str) -> dict:
+        run, _, fid = checkpoint_id.rpartition(":")
+        if run != run_id or not fid.isdigit():
+            return self.status(new_run_id, REFUSED, reason=f"no checkpoint {checkpoint_id!r} in run {run_id!r}")
+        if self._exists(new_run_id):
+            return self.status(new_run_id, REFUSED, reason=f"workflow {new_run_id!r} exists")
+        self.launch()
+        with SetWorkflowID(new_run_id):
+            DBOS.fork_workflow(run_id, int(fid) + 1)  # the steps up to the checkpoint copied, the rest re-run
+        self._wait(new_run_id, may_park=True)
+        return self._answer(new_run_id)
+
+    # ------------------------------------------------------------------ reading
+    def _node_outputs(self, run_id: str) -> list[dict]:
+        return [s for s in self._steps(run_id) if s["function_name"] == "driftlab.node" and s["error"] is None]
+
+    def checkpoints(self, run_id: str) -> list[dict]:
+        out, parent = [], None
+        for s in self._node_outputs(run_id):
+            values = s["output"] or {}
+            step = values.get("steps") if isinstance(values.get("steps"), int) else len(out) + 1
+            nxt = self.graph.names[step] if step < len(self.graph.names) else None
+            cid = f"{run_id}:{s['function_id']}"
+            parked = nxt == self.graph.names[self.graph.interrupt_step]  # the checkpoint the run parks at
+            out.append(self.checkpoint(cid, run_id, step, nxt, values, parent,
+                                       (s["completed_at_epoch_ms"] or 0) / 1000, parked))
+            parent = cid
+        return out
+
+    def state(self, run_id: str) -> dict:
+        if not self._exists(run_id):
+            return self.status(run_id, REFUSED, reason=f"no workflow {run_id!r}")
+        st = self._status(run_id)
+        cps = self.checkpoints(run_id)
+        head = cps[-1] if cps else None
+        values = head["values"] if head else None
+        if st.status in TERMINAL_OK:
+            return self.status(run_id, DONE, head and head["checkpoint"], None, values)
+        if st.status in TERMINAL_FAIL:
+            return self.status(run_id, FAILED, head and head["checkpoint"], head and head["next"], values,
+                               reason=f"workflow {st.status}: {str(st.error).splitlines()[0] if st.error else ''}")
+        return self.status(run_id, PARKED, head and head["checkpoint"], head["next"] if head else self.graph.names[0],
+                           values)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.destroy()
+        if self.executor is not None:
+            DBOS.destroy(destroy_registry=False)
+        super().close()

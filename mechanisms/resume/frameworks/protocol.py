@@ -1,0 +1,503 @@
+"""The lab's side inside a framework's environment: the adapter contract and the env's fork server (stdlib only).
+
+Serves issue 14 (every framework release under the resume harness of "Resume
+Means Resume", arXiv 2608.03836): a framework runs in its own locked virtual
+environment (``data/envs/<env>/``, built by ``runners/resume/envs.py``), so the
+lab never imports it.  This module is the only part of the lab that runs
+there; it imports nothing but the standard library (and ``psycopg``, lazily,
+for a PostgreSQL backend: an env that declares ``backends = ["postgres"]``
+pins it).  It holds
+
+- the node semantics of the lab's graph (:class:`Graph`, the same pure
+  ``apply`` as ``vocabulary.resume.GraphSpec``; a test keeps the two equal),
+- the effect ledger's writes (:class:`Ledger`, the tables of
+  ``mechanisms/resume/store.py``: effects and trace in a separate store),
+- the SIGKILL hook (:class:`KillAtPoint`) and the base class :class:`Adapter`,
+- the fork server (:func:`serve`), speaking the line protocol of the lab's own
+  fork server (``runners/resume_zygote.py``): every call is a fresh child of a
+  warm server that already imported the framework; a crash point is a real
+  SIGKILL of that child; k racers are k children forked from it at once.
+
+How to write an adapter (the contract)
+======================================
+
+1. **Files.**  One module in this folder, named after the framework
+   (``langgraph.py``, ``dbos.py``, ``agent_framework.py``, ``llamaindex.py``,
+   ``temporal.py``, ...): it is imported as ``driftlab_frameworks.<module>``
+   inside the env, so the name never shadows the framework's own package.
+   It imports the framework and ``from .protocol import ...``, nothing of the
+   lab.  Modules Temporal's sandbox must re-import go beside it too.
+2. **Environment.**  ``data/envs/<env>/pyproject.toml`` (a uv project with
+   ``[tool.uv] package = false``, ``requires-python = ">=3.11,<3.12"``, the
+   framework pinned) and its ``uv.lock`` (``uv lock`` in that folder).  The
+   rows it serves are declared in the same file::
+
+       [tool.driftlab.runtimes."dbos@3.4"]
+       adapter = "dbos:DBOSAdapter"          # <module of this folder>:<Class>
+       framework = "dbos"                    # the row label's two halves
+       release = "3.4.2"
+       variant = ""                          # e.g. "wait-for-event": a second row of one framework
+       backends = ["sqlite", "postgres"]     # default ["sqlite"]
+       aliases = ["dbos@today"]              # other names of the same row
+       options = { polling_ms = 50 }         # self.options in the adapter
+       [tool.driftlab.runtimes."dbos@3.4".not_applicable]
+       during_checkpoint_write = "DBOS writes a step's output in one INSERT: no point inside it"
+       fork = "..."                          # a call the framework has no form of
+
+   Every key of ``not_applicable`` is a named point (``POINTS``), a point
+   reachable at some nodes only (``"<point>@<node>"``, e.g. no checkpoint is
+   written after that node), a call (``start``, ``resume``, ``fork``,
+   ``recover``, ``replay``, ``update``, ``resume_by_id``: a resume addressed
+   to a checkpoint id) or a graph hint (``parallel``, ``state``); the
+   cells that need it are reported ``n/a`` with that reason, never dropped.
+   Nothing else is needed: the name becomes a runtime (``--mechanisms``,
+   ``resume_faults``, ``resume_concurrency``, ``resume_profile``,
+   ``resume_frameworks``).
+3. **Class.**  Subclass :class:`Adapter`.  Constructor (do not override the
+   signature): ``Adapter(backend: dict, graph: Graph, hooks: KillAtPoint,
+   options: dict)``; ``backend`` = ``{"kind": "sqlite"|"postgres",
+   "location": folder|DSN, "namespace": ns}``.  Keep your store(s) under it:
+   SQLite files in ``backend["location"]`` named ``<ns>...``, or PostgreSQL
+   schema ``<ns>`` on the DSN (``ns`` = ``namespace.lower()``; the lab drops
+   both after the cell).  ``self.ledger`` is open already: never put effects
+   in your own store.
+4. **Graph.**  Build the framework's equivalent of ``graph`` (nodes in order,
+   one interrupt).  The body of EVERY node is
+   ``new_state = self.run_node(run_id, step, state, resume=value_or_None)``:
+   it hits the points ``before_node``/``after_effect``, writes the trace,
+   sleeps the node's declared work and fires its effects.  For the interrupt
+   node, park first (LangGraph ``interrupt()``, DBOS ``recv``, Agent
+   Framework ``request_info``, LlamaIndex ``InputRequiredEvent`` /
+   ``wait_for_event``, a Temporal signal/update) and run ``run_node`` with the
+   value once it arrives.  Call ``self.point(name, run_id, step)`` at every
+   other named point you can reach (``after_node_before_checkpoint``,
+   ``during_checkpoint_write``, ``parked``, ``after_resume_consumed``) and list
+   the unreachable ones in ``not_applicable``.
+5. **Calls.**  Each returns ``self.status(run_id, state, ...)`` (a plain dict:
+   ``run``, ``state`` in parked|done|refused|failed, ``checkpoint``, ``node``,
+   ``values``, ``reason``): ``start(run_id, input)``, ``resume(run_id, value,
+   checkpoint_id=None)``, ``fork(run_id, checkpoint_id, new_run_id)``,
+   ``recover(run_id)`` (called in a NEW process after a SIGKILL),
+   ``checkpoints(run_id)`` (``self.checkpoint(...)`` dicts, oldest first:
+   what your framework persisted, as ``step`` = nodes completed and the state
+   values), ``state(run_id)``, ``setup()`` (called once per backend before any
+   call) and ``close()``.  Two optional calls serve the framework-only cells
+   (``scenarios/resume/frameworks/``): ``replay(run_id, checkpoint_id)``
+   (the framework's own re-run of a thread from a past checkpoint, if it has
+   one) and ``update(run_id, values)`` (an external state update); without
+   them, declare ``replay`` / ``update`` in ``not_applicable`` with the reason.
+   Graphs may carry ``graph.hints`` (``parallel`` siblings, a ``state`` kind):
+   honour them or declare ``parallel`` / ``state`` n/a.  Report what the framework does, faithfully: a
+   framework that accepts a stray resume returns what it returned; a refusal
+   is ``refused`` only when the framework refused before running a node.
+6. **Exceptions.**  Do not catch an exception to return ``parked``/``done``.
+   Catch only what the framework raises *as an answer* (a validation error,
+   a conflict) and return ``failed``/``refused`` with its one line; anything
+   else must propagate: the server reports it as the call's error and the lab
+   records a failed call.  The server also checks every ``parked``/``done``
+   answer against your own ``state(run_id)`` in the same process and turns a
+   disagreement into an error (``tests/test_resume_frameworks.py`` plants an
+   adapter that swallows an exception and fails if it passes).
+7. **Try it**: ``driftlab reproduce --only resume_frameworks --mechanisms
+   dbos@3.4`` builds the env on first use; ``tests/test_resume_frameworks.py``
+   runs one fault cell and one k=2 race per framework.
+
+The line protocol (unchanged from the lab's server)
+===================================================
+
+Request ``{"runtime", "backend", "graph", "call", "args", "label", "crash",
+"timeout"}``: fork a child that builds the adapter and makes the call with a
+:class:`KillAtPoint` on a pipe.  Reply ``{"pid", "code", "killed",
+"status"}`` (``status``: the call's result) or ``{"pid", "code", "killed",
+"error"}``.  Request ``{"call": "race", "runtime", "backend", "graph", "run",
+"value", "labels": [k], "jitters": [k seconds], "timeout"}``: fork k racers
+that build the adapter, meet at one barrier, each sleep its jitter and resume
+``run``; reply ``{"answers": [{"status", "released", "start", "end", "pid"} |
+null]}``.  Every child asks the kernel to SIGKILL it when the server dies, and
+the server when the lab dies.  Run as ``python -P protocol.py MODULE:CLASS``.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib
+import importlib.util
+import json
+import multiprocessing
+import os
+import select
+import signal
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+# ----------------------------------------------------------------- the names (equal to vocabulary.resume's; tested)
+PARKED, DONE, REFUSED, FAILED = "parked", "done", "refused", "failed"
+BEFORE_NODE, AFTER_EFFECT = "before_node", "after_effect"
+AFTER_NODE_BEFORE_CHECKPOINT, DURING_CHECKPOINT_WRITE = "after_node_before_checkpoint", "during_checkpoint_write"
+PARKED_POINT, AFTER_RESUME_CONSUMED = "parked", "after_resume_consumed"
+POINTS = (BEFORE_NODE, AFTER_EFFECT, AFTER_NODE_BEFORE_CHECKPOINT, DURING_CHECKPOINT_WRITE, PARKED_POINT,
+          AFTER_RESUME_CONSUMED)
+NODE_RUN, CONSUME = "node", "consume"
+CALL_TIMEOUT_S = 60
+PACKAGE = "driftlab_frameworks"
+
+
+# ----------------------------------------------------------------- the graph
+class Graph:
+    """The lab's graph (``GraphSpec.to_dict`` form): nodes in order, one interrupt; the pure node semantics."""
+
+    def __init__(self, raw: dict):
+        self.raw = raw
+        self.name = raw["name"]
+        self.nodes = [dict(n, effects=list(n.get("effects", ())), interrupt=bool(n.get("interrupt")),
+                           invalid=bool(n.get("invalid")), work_ms=float(n.get("work_ms", 0.0))) for n in raw["nodes"]]
+        self.names = [n["name"] for n in self.nodes]
+        self.interrupt_step = next(i for i, n in enumerate(self.nodes) if n["interrupt"])
+        #: how a framework should build it, beyond the node semantics (``parallel``: sibling node names run in one
+        #: step; ``state``: how the state is declared, e.g. "pydantic"); an adapter that cannot honour a hint says
+        #: so in its ``not_applicable``
+        self.hints = dict(raw.get("hints") or {})
+
+    def task(self, step: int) -> str:
+        return f"{step}:{self.names[step]}"
+
+    @staticmethod
+    def initial_state(input: str) -> dict:
+        return {"input": str(input), "approval": None, "steps": 0, "log": []}
+
+    def apply(self, step: int, state: dict, resume: Any = None) -> dict:
+        node = self.nodes[step]
+        new = {**state, "log": list(state.get("log", []))}
+        if node["interrupt"]:
+            new["approval"] = None if resume is None else str(resume)
+        steps = new.get("steps", 0)
+        new["steps"] = (steps + 1) if isinstance(steps, int) else steps
+        new["log"].append(f"{node['name']}:{new.get('approval')}")
+        if node["invalid"]:
+            new["steps"] = "invalid"
+        return new
+
+    def payload(self, step: int, key: str, state: dict) -> str:
+        return f"{self.names[step]}/{key}:{state.get('input')}:{state.get('approval')}"
+
+
+# ----------------------------------------------------------------- the effect ledger (writes only; the lab reads)
+class Ledger:
+    """Appends effects and trace rows to the lab's effect ledger (tables created by the lab before any call)."""
+
+    def __init__(self, backend: dict):
+        ns = backend["namespace"].lower()
+        self.kind = backend["kind"]
+        if self.kind == "sqlite":
+            self.conn = sqlite3.connect(str(Path(backend["location"]) / f"{ns}ledger.sqlite"), isolation_level=None,
+                                        timeout=30, check_same_thread=False)
+            self.conn.execute("PRAGMA busy_timeout = 30000")
+            self.mark = "?"
+        else:
+            import psycopg  # the env pins it when it declares the postgres backend
+
+            self.conn = psycopg.connect(backend["location"], autocommit=True,
+                                        options=f"-c search_path={ns}_ledger")
+            self.mark = "%s"
+
+    def _q(self, sql: str) -> str:
+        return sql.replace("?", self.mark)
+
+    def fire(self, run_id: str, task: str, key: str, payload: str, op: str = "", idem: str | None = None) -> bool:
+        cur = self.conn.execute(self._q(
+            "INSERT INTO effects (run_id, task, key, payload, idem, pid, op, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (idem) DO NOTHING"), (run_id, task, key, payload, idem, os.getpid(), op, time.time()))
+        return cur.rowcount == 1
+
+    def trace(self, run_id: str, step: int, node: str, kind: str, value: Any = None, op: str = "") -> None:
+        self.conn.execute(self._q("INSERT INTO trace (run_id, step, node, kind, value, pid, op, at) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+                          (run_id, step, node, kind, json.dumps(value), os.getpid(), op, time.time()))
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except Exception:  # noqa: BLE001 - closing after the server went away
+            pass
+
+
+# ----------------------------------------------------------------- the SIGKILL hook
+class KillAtPoint:
+    """At ``crash`` = (point, node): write ``R`` on ``wfd`` and block until the server's SIGKILL."""
+
+    def __init__(self, op: str = "", crash: tuple[str, str] | None = None, wfd: int | None = None):
+        self.op, self.crash, self.wfd = op, tuple(crash) if crash else None, wfd
+
+    def point(self, name: str, run_id: str, step: int, node: str) -> None:
+        if self.crash is not None and (name, node) == self.crash and self.wfd is not None:
+            os.write(self.wfd, b"R\n")
+            while True:  # the server's SIGKILL ends us here
+                time.sleep(3600)
+
+
+# ----------------------------------------------------------------- the base class
+class Adapter:
+    """A framework behind the durable-runtime interface (module docstring, "How to write an adapter")."""
+
+    name = "adapter"
+
+    def __init__(self, backend: dict, graph: Graph, hooks: KillAtPoint | None = None, options: dict | None = None):
+        self.backend, self.graph = backend, graph
+        self.hooks = hooks or KillAtPoint()
+        self.options = dict(options or {})
+        self.ns = backend["namespace"].lower()
+        self.ledger = Ledger(backend)
+
+    # ---- the calls (override)
+    def setup(self) -> None:
+        """Create your store's tables (the ledger's exist already)."""
+
+    def start(self, run_id: str, input: str) -> dict:
+        raise NotImplementedError
+
+    def resume(self, run_id: str, value: Any, checkpoint_id: str | None = None) -> dict:
+        raise NotImplementedError
+
+    def fork(self, run_id: str, checkpoint_id: str, new_run_id: str) -> dict:
+        raise NotImplementedError
+
+    def recover(self, run_id: str) -> dict:
+        raise NotImplementedError
+
+    def checkpoints(self, run_id: str) -> list[dict]:
+        raise NotImplementedError
+
+    def state(self, run_id: str) -> dict:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    # ---- helpers
+    def point(self, name: str, run_id: str, step: int) -> None:
+        node = self.graph.names[step] if 0 <= step < len(self.graph.names) else ""
+        self.hooks.point(name, run_id, step, node)
+
+    def fire_effect(self, run_id: str, task: str, key: str, payload: str) -> bool:
+        return self.ledger.fire(run_id, task, key, payload, op=self.hooks.op)
+
+    def run_node(self, run_id: str, step: int, state: dict, resume: Any = None) -> dict:
+        """The node at ``step``: points, trace, declared work, effects; the new state (you persist it)."""
+        node = self.graph.nodes[step]
+        self.point(BEFORE_NODE, run_id, step)
+        self.ledger.trace(run_id, step, node["name"], NODE_RUN, None, op=self.hooks.op)
+        if node["interrupt"]:
+            self.ledger.trace(run_id, step, node["name"], CONSUME, resume, op=self.hooks.op)
+        if node["work_ms"]:
+            time.sleep(node["work_ms"] / 1000)
+        new = self.graph.apply(step, state, resume)
+        for key in node["effects"]:
+            self.fire_effect(run_id, self.graph.task(step), key, self.graph.payload(step, key, new))
+            self.point(AFTER_EFFECT, run_id, step)
+        return new
+
+    def interrupt_payload(self, run_id: str) -> dict:
+        return {"run": run_id, "node": self.graph.names[self.graph.interrupt_step], "question": "approve?"}
+
+    def status(self, run_id: str, state: str, checkpoint: str | None = None, node: str | None = None,
+               values: dict | None = None, reason: str = "") -> dict:
+        return {"run": run_id, "state": state, "checkpoint": checkpoint, "node": node,
+                "values": dict(values) if values is not None else None, "reason": reason}
+
+    @staticmethod
+    def checkpoint(id: str, run_id: str, step: int, next: str | None, values: dict, parent: str | None,
+                   created: float, parked: bool) -> dict:
+        return {"checkpoint": id, "run": run_id, "step": step, "next": next, "values": dict(values),
+                "parent": parent, "created": created, "parked": parked}
+
+
+# ----------------------------------------------------------------- the server
+def die_with_parent(parent: int) -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _read_line(fd: int, timeout: float) -> bytes:
+    buf, deadline = b"", time.monotonic() + timeout
+    while not buf.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return buf + b"T"
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return buf
+        buf += chunk
+    return buf
+
+
+def _kill(pid: int) -> int:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return _wait(pid)
+
+
+def _wait(pid: int) -> int:
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _fork(fn, *args) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            fn(*args)
+        except BaseException:  # noqa: BLE001 - reported on stderr; the exit code carries it
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return pid
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
+class Server:
+    """The env's fork server for one adapter class (module docstring)."""
+
+    def __init__(self, adapter_cls: type, options: dict | None = None):
+        self.cls, self.options = adapter_cls, dict(options or {})
+
+    def build(self, req: dict, hooks: KillAtPoint) -> Adapter:
+        return self.cls(req["backend"], Graph(req["graph"]), hooks, {**self.options, **req.get("options", {})})
+
+    def _child(self, parent: int, rfd: int, wfd: int, req: dict) -> None:
+        die_with_parent(parent)
+        os.close(rfd)
+        try:
+            rt = self.build(req, KillAtPoint(req.get("label", ""), req.get("crash"), wfd))
+            result = getattr(rt, req["call"])(**req.get("args", {}))
+            if isinstance(result, dict) and result.get("state") in (PARKED, DONE) and req["call"] != "state":
+                head = rt.state(result["run"])  # an answer the store contradicts is an error, not a pass
+                if head.get("state") != result["state"]:
+                    raise RuntimeError(f"adapter answered {result['state']!r} for run {result['run']} but its store "
+                                       f"says {head.get('state')!r} ({head.get('reason') or 'no reason'})")
+            # no close: the process ends right after, as a crashed one would
+            os.write(wfd, ("S" + json.dumps(result, default=str) + "\n").encode())
+        except Exception as exc:  # noqa: BLE001 - the lab records a failed call with this one line
+            os.write(wfd, ("E" + json.dumps(_one_line(exc)) + "\n").encode())
+
+    def call(self, req: dict) -> dict:
+        rfd, wfd = os.pipe()
+        pid = _fork(self._child, os.getpid(), rfd, wfd, req)
+        os.close(wfd)
+        timeout = req.get("timeout", CALL_TIMEOUT_S)
+        try:
+            got = _read_line(rfd, timeout)
+        finally:
+            os.close(rfd)
+        reply: dict[str, Any] = {"pid": pid, "killed": False}
+        if got.startswith(b"R"):
+            reply.update(code=_kill(pid), killed=True)
+        elif got.endswith(b"T"):
+            reply.update(code=_kill(pid), error=f"no answer within {timeout} s")
+        else:
+            reply["code"] = _wait(pid)
+            if got.startswith(b"S"):
+                reply["status"] = json.loads(got[1:])
+            elif got.startswith(b"E"):
+                reply["error"] = json.loads(got[1:])
+            else:
+                reply["error"] = f"the call's process exited with code {reply['code']}"
+        return reply
+
+    def _racer(self, parent: int, wfd: int, barrier, req: dict, i: int) -> None:
+        die_with_parent(parent)
+        rt = self.build(req, KillAtPoint(req["labels"][i]))
+        rt.state(req["run"])  # open the connections before the race
+        try:
+            barrier.wait()
+        except Exception:  # noqa: BLE001 - a broken barrier: answer, the lab records it
+            os.write(wfd, (json.dumps({"error": "barrier broken"}) + "\n").encode())
+            return
+        released = time.time()
+        if req["jitters"][i]:
+            time.sleep(req["jitters"][i])
+        start = time.time()
+        try:
+            status = rt.resume(req["run"], req["value"])
+        except Exception as exc:  # noqa: BLE001 - the racer's call failed: recorded as such
+            status = {"run": req["run"], "state": FAILED, "reason": _one_line(exc)}
+        os.write(wfd, (json.dumps({"status": status, "released": released, "start": start, "end": time.time(),
+                                   "pid": os.getpid()}, default=str) + "\n").encode())
+
+    def race(self, req: dict) -> dict:
+        k, timeout = len(req["labels"]), req.get("timeout", CALL_TIMEOUT_S)
+        barrier = multiprocessing.get_context("fork").Barrier(k, timeout=timeout)
+        racers = []
+        for i in range(k):
+            rfd, wfd = os.pipe()
+            pid = _fork(self._racer, os.getpid(), wfd, barrier, req, i)
+            os.close(wfd)
+            racers.append((pid, rfd))
+        answers = []
+        for pid, rfd in racers:
+            line = _read_line(rfd, timeout)
+            os.close(rfd)
+            answers.append(json.loads(line) if line.endswith(b"\n") else None)
+        for pid, _ in racers:
+            _kill(pid) if any(a is None for a in answers) else _wait(pid)
+        return {"answers": answers}
+
+    def serve(self, requests, replies) -> None:
+        for line in requests:
+            req = json.loads(line)
+            reply = self.race(req) if req.get("call") == "race" else self.call(req)
+            replies.write(json.dumps(reply, default=str) + "\n")
+            replies.flush()
+
+
+def load_package() -> None:
+    """Make this folder importable as ``driftlab_frameworks`` (never on sys.path: no shadowing of frameworks)."""
+    if PACKAGE in sys.modules:
+        return
+    folder = Path(__file__).resolve().parent
+    spec = importlib.util.spec_from_file_location(PACKAGE, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    pkg = importlib.util.module_from_spec(spec)
+    sys.modules[PACKAGE] = pkg
+    spec.loader.exec_module(pkg)
+
+
+def adapter_class(path: str) -> type:
+    """``"<module>:<Class>"`` of this folder, imported as ``driftlab_frameworks.<module>``."""
+    load_package()
+    module, _, cls = path.partition(":")
+    return getattr(importlib.import_module(f"{PACKAGE}.{module}"), cls)
+
+
+def main(argv: list[str]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(os.getppid())
+    load_package()
+    me = importlib.import_module(f"{PACKAGE}.protocol")  # one copy of the classes: the package's
+    cls = me.adapter_class(argv[0])  # the framework is imported here once; every child inherits it
+    options = json.loads(argv[1]) if len(argv) > 1 else {}
+    replies = os.fdopen(os.dup(1), "w")  # replies on the original stdout; what children print goes to stderr
+    os.dup2(2, 1)
+    me.Server(cls, options).serve(sys.stdin, replies)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,1 @@
+"""The agent family's runners: the LangGraph refund agent, its stores, its real processes, its experiments."""

@@ -1,0 +1,156 @@
+"""Worker processes for cells: each knows which cell it runs, has a time limit, and dies with the run.
+
+Models no domain.  :func:`run_workers` runs a list of tasks in ``jobs``
+forked worker processes and yields ``(task, result)`` as they finish.  It
+exists instead of ``multiprocessing.Pool`` because a pool cannot say which
+task a dead worker held: a worker that calls ``os._exit`` loses its task
+and ``imap`` waits for it forever, and a task that hangs holds the run with
+it.  Here every worker has its own pipe and runs one task at a time, so:
+
+- a worker that dies mid-task (``os._exit``, a signal, the OOM killer) is
+  :class:`WorkerDied` naming the task and the exit code: the run stops, it
+  never hangs;
+- a task running longer than ``timeout_s`` is killed (SIGKILL) and is
+  :class:`TaskTimedOut` naming it;
+- every worker asks the kernel to SIGKILL it when the main process dies
+  (``prctl(PR_SET_PDEATHSIG)``), ignores Ctrl-C (the main process ends the
+  workers), and closes the file descriptors registered with
+  :func:`keep_from_workers` (the run folder's lock: a worker must never hold
+  it after the main process is gone).
+
+Tasks are inherited through ``fork`` (never pickled); only results travel
+back, over the worker's pipe.  What it trades away: a pool's generality
+(no chunks, no ``map`` flavours); each worker serves one task at a time and
+gets the next one when it answers.  Even one job runs in a worker, so that a
+plug-in calling ``os._exit`` or hanging can never take the main process with
+it.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any, Callable, Iterator, Sequence
+
+from runners.processes import die_with_parent
+
+__all__ = ["WorkerDied", "TaskTimedOut", "keep_from_workers", "run_workers"]
+
+_PRIVATE_FDS: set[int] = set()
+
+
+class WorkerDied(Exception):
+    """A worker process ended while it ran a task (``task``: the task; ``code``: its exit code)."""
+
+    def __init__(self, task: Any, code: int | None):
+        super().__init__(f"its worker process exited with code {code} mid-cell"
+                         + (f" (killed by signal {-code})" if code is not None and code < 0 else ""))
+        self.task, self.code = task, code
+
+
+class TaskTimedOut(Exception):
+    """A task ran past its time limit; its worker was killed."""
+
+    def __init__(self, task: Any, timeout_s: float):
+        super().__init__(f"still running after its time limit of {timeout_s:g} s (--cell-timeout); it was stopped")
+        self.task, self.timeout_s = task, timeout_s
+
+
+def keep_from_workers(fd: int | None) -> None:
+    """Workers forked from now on close ``fd`` first (None: forget every registered descriptor)."""
+    if fd is None:
+        _PRIVATE_FDS.clear()
+    else:
+        _PRIVATE_FDS.add(fd)
+
+
+def _worker(parent: int, conn, fn: Callable, tasks: Sequence) -> None:
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for fd in _PRIVATE_FDS:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    try:
+        while True:
+            i = conn.recv()
+            if i is None:
+                break
+            conn.send((i, fn(tasks[i])))
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass  # the main process is gone or ending us: leave quietly
+    finally:
+        os._exit(0)  # never run the main process's atexit handlers or flush its buffers twice
+
+
+def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s: float | None) -> Iterator[tuple[Any, Any]]:
+    """``fn(task)`` for every task in up to ``jobs`` forked workers; yields ``(task, result)`` in completion order.
+
+    ``fn`` must return normally (catch what a task may raise and return it as
+    a value); a worker that ends mid-task raises :class:`WorkerDied`, a task
+    past ``timeout_s`` raises :class:`TaskTimedOut`.  Closing the iterator
+    (or any error, Ctrl-C included) SIGKILLs every worker and reaps it.
+    """
+    import multiprocess
+    from multiprocess.connection import wait
+
+    if not tasks:
+        return
+    ctx = multiprocess.get_context("fork")
+    todo = list(range(len(tasks)))
+    todo.reverse()
+    workers: dict[Any, list] = {}  # our end of the pipe -> [process, None | (task index, started)]
+    try:
+        for _ in range(max(1, min(jobs, len(tasks)))):
+            ours, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(os.getpid(), theirs, fn, tasks), daemon=True)
+            proc.start()
+            theirs.close()
+            workers[ours] = [proc, None]
+        for conn, slot in workers.items():
+            if todo:
+                i = todo.pop()
+                conn.send(i)
+                slot[1] = (i, time.monotonic())
+        while any(slot[1] is not None for slot in workers.values()):
+            busy = {conn: slot for conn, slot in workers.items() if slot[1] is not None}
+            wait_s = None
+            if timeout_s is not None:
+                first = min(started for _, started in (s[1] for s in busy.values()))
+                wait_s = max(0.0, first + timeout_s - time.monotonic())
+            ready = wait([*busy, *(s[0].sentinel for s in busy.values())], wait_s)
+            for conn, slot in busy.items():
+                proc, (i, started) = slot
+                if conn in ready:
+                    try:
+                        got, result = conn.recv()
+                    except EOFError:
+                        proc.join()
+                        raise WorkerDied(tasks[i], proc.exitcode) from None
+                    slot[1] = None
+                    if todo:
+                        nxt = todo.pop()
+                        conn.send(nxt)
+                        slot[1] = (nxt, time.monotonic())
+                    yield tasks[got], result
+                elif proc.sentinel in ready:
+                    proc.join()
+                    raise WorkerDied(tasks[i], proc.exitcode)
+                elif timeout_s is not None and time.monotonic() - started >= timeout_s:
+                    raise TaskTimedOut(tasks[i], timeout_s)
+    finally:
+        for conn, (proc, slot) in workers.items():
+            if proc.is_alive() and slot is None:
+                try:
+                    conn.send(None)  # idle: end of tasks, it leaves at once
+                except OSError:
+                    proc.kill()
+            elif proc.is_alive():
+                proc.kill()  # busy (an error, Ctrl-C, a closed iterator): its children die with it
+        for conn, (proc, _) in workers.items():
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+            conn.close()

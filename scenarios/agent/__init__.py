@@ -1,0 +1,1 @@
+"""The agent family scenarios: the refund agent (loader.py beside its TOML)."""

@@ -1,0 +1,524 @@
+"""driftguard as a package: installs alone, one LangGraph coupling, CO in every durability mode, layers 2 and 3.
+
+Real LangGraph, real SQLite files and PostgreSQL schemas, real forked processes
+killed with SIGKILL, a real fresh virtual environment.  Each test names the
+planted bug it catches.  (The consume-once conformance kit, k concurrent
+resumers, schema validation and effects are in ``tests/test_langgraph_guard.py``.)
+"""
+from __future__ import annotations
+
+import ast
+import asyncio
+import importlib.metadata
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+import aiosqlite  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.types import Command, interrupt  # noqa: E402
+
+import driftguard  # noqa: E402
+from driftguard import (BLOCK, KEEP, REFRESH, REPLAN, ContractViolation, DictSource, GuardedAsyncSqliteSaver,  # noqa: E402
+                        GuardedSqliteSaver, PinConflict, Pins, PinsNotInherited, Premise, Resources, ResumeRefused,
+                        Revalidator, StaleDecision)
+from driftguard._pregel import loading_invocation  # noqa: E402
+from runners.processes import fork_start, wait  # noqa: E402
+
+GUARD = Path(__file__).resolve().parents[1] / "guard"
+LAB_PACKAGES = {"vocabulary", "scenarios", "mechanisms", "faults", "runners", "analysis", "figures", "benchmarks"}
+
+
+# ---------------------------------------------------------------------------------------------- the package alone
+def test_package_imports_nothing_of_the_lab():
+    """Planted bug caught: a driftguard module importing the lab (``from vocabulary...``), which a user who
+    installed only driftguard does not have."""
+    found = []
+    for path in sorted((GUARD / "driftguard").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [(path.name, n) for n in names if n.split(".")[0] in LAB_PACKAGES]
+    assert found == []
+
+
+def test_the_four_savers_share_one_claim():
+    """The sync savers share one get_tuple, the async ones one aget_tuple, and the claim's statements are written
+    once (consume_once.py); each saver only says how it runs a statement.
+
+    Planted bug caught: a saver with its own copy of the claim (the near-copies the package replaced, which drift:
+    one of them checking the insert's row count and another not)."""
+    from driftguard.consume_once import AsyncGuard, SyncGuard
+
+    pg = pytest.importorskip("driftguard.postgres")
+    assert GuardedSqliteSaver.get_tuple is pg.GuardedPostgresSaver.get_tuple is SyncGuard.get_tuple
+    assert GuardedAsyncSqliteSaver.aget_tuple is pg.GuardedAsyncPostgresSaver.aget_tuple is AsyncGuard.aget_tuple
+    texts = {p.name: p.read_text() for p in (GUARD / "driftguard").glob("*.py")}
+    assert [name for name, text in texts.items() if "INSERT INTO driftguard_claims" in text] == ["consume_once.py"]
+
+
+def _uv(*args: str, offline: bool) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PYTHON")}
+    return subprocess.run(["uv", *args, *(["--offline"] if offline else [])], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def _pypi_reachable() -> bool:
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_pip_install_guard_alone_and_the_readme_snippets_run(tmp_path):
+    """A fresh venv with only LangGraph and its SQLite saver (the lab's versions, from uv's cache when it has
+    them), then ``uv pip install ./guard``: every README snippet runs, and importing driftguard loads neither
+    the PostgreSQL extra nor anything of the lab.
+
+    Planted bugs caught: a dependency missing from guard/pyproject.toml (psycopg imported at import time), a
+    module left out of the package, a README snippet that no longer runs against the API.  Skipped only when
+    uv is missing, or when uv's cache cannot satisfy the install and PyPI is unreachable.
+    """
+    if shutil.which("uv") is None:
+        pytest.skip("uv is not installed (it builds the fresh venv)")
+    venv = tmp_path / "venv"
+    python = str(venv / "bin" / "python")
+    assert _uv("venv", "-q", "-p", sys.executable, str(venv), offline=False).returncode == 0
+    pins = [f"{p}=={importlib.metadata.version(p)}" for p in ("langgraph", "langgraph-checkpoint-sqlite")]
+    for offline in (True, False):
+        lg = _uv("pip", "install", "-q", "--python", python, *pins, offline=offline)
+        guard = _uv("pip", "install", "-q", "--python", python, str(GUARD), offline=offline) if lg.returncode == 0 \
+            else lg
+        if guard.returncode == 0:
+            break
+        if offline and not _pypi_reachable():
+            pytest.skip(f"no network and uv's cache cannot build the venv: {guard.stderr.strip().splitlines()[-1]}")
+    assert guard.returncode == 0, guard.stderr
+    snippets = re.findall(r"```python\n(.*?)```", (GUARD / "README.md").read_text(), re.S)
+    assert len(snippets) == 3  # one per layer
+    # one interpreter (LangGraph takes seconds to import): the probe, then each snippet in its own namespace
+    script = ("import sys, driftguard\n"
+              f"lab = {sorted(LAB_PACKAGES)!r}\n"
+              "assert 'driftguard.postgres' not in sys.modules and 'psycopg' not in sys.modules, 'extra imported'\n"
+              "assert not [m for m in sys.modules if m.split('.')[0] in lab], 'the lab was imported'\n"
+              f"for i, code in enumerate({snippets!r}):\n"
+              "    print('snippet', i + 1, flush=True)\n"
+              "    exec(compile(code, f'README snippet {i + 1}', 'exec'), {'__name__': '__main__'})\n")
+    ran = subprocess.run([python, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+# ---------------------------------------------------------------------------------------------- the coupling
+class Flow(TypedDict):
+    x: int
+    v: str
+
+
+def test_loading_invocation_reads_the_input_of_the_loop_that_loads(tmp_path):
+    """The one coupling to LangGraph's internals: inside the saver's load, the outer loop and its input are found
+    for invoke and ainvoke, and not for get_state (no loop) or a subgraph's load (nested loop).
+
+    Planted bug caught (or a LangGraph release that moved the load): a frame walk that stops one frame short, or
+    returns the nested loop, so every resume passes unclaimed (seen[...] would be None)."""
+    seen: dict[str, object] = {}
+
+    class Probe(InMemorySaver):
+        def get_tuple(self, config):
+            inv = loading_invocation()
+            seen.setdefault("sync", inv and inv.input)
+            return super().get_tuple(config)
+
+        async def aget_tuple(self, config):
+            inv = loading_invocation()
+            seen.setdefault("async", inv and inv.input)
+            return await super().aget_tuple(config)
+
+    def n(s):
+        return {"x": s["x"] + 1}
+
+    g = StateGraph(Flow)
+    g.add_node("n", n)
+    g.add_edge(START, "n"), g.add_edge("n", END)
+    saver = Probe()
+    app = g.compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": "t"}}
+    app.invoke({"x": 1, "v": ""}, cfg)
+    asyncio.run(app.ainvoke(None, cfg))
+    seen.pop("sync"), seen.pop("async")
+    app.get_state(cfg)  # a load with no loop on the stack
+    assert seen.get("sync") is None
+    seen.clear()
+    cmd = Command(resume="r")
+    try:
+        app.invoke(cmd, cfg)
+    except Exception:  # noqa: BLE001 - stock LangGraph may refuse a resume with nothing parked; the load came first
+        pass
+    assert seen["sync"] is cmd
+
+
+# ---------------------------------------------------------------------------------------------- the claim's key
+class Two(TypedDict):
+    first: str
+    second: str
+
+
+def two_interrupts():
+    def ask1(s):
+        return {"first": interrupt("first?")}
+
+    def ask2(s):
+        return {"second": interrupt("second?")}
+
+    g = StateGraph(Two)
+    g.add_node("ask1", ask1), g.add_node("ask2", ask2)
+    g.add_edge(START, "ask1"), g.add_edge("ask1", "ask2"), g.add_edge("ask2", END)
+    return g
+
+
+def test_each_interrupt_of_a_thread_is_claimed_on_its_own(tmp_path):
+    """Two interrupts, one after the other, on one thread: each is served once and refused after.
+
+    Planted bug caught: a claim keyed without the interrupt id (by thread and namespace only, or by thread and
+    node), which refuses the second, never consumed, interrupt as "already consumed"."""
+    saver = GuardedSqliteSaver(sqlite3.connect(str(tmp_path / "two.db"), check_same_thread=False))
+    app = two_interrupts().compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": "t"}}
+    app.invoke({"first": "", "second": ""}, cfg)
+    app.invoke(Command(resume="a"), cfg)
+    with pytest.raises(ResumeRefused):
+        app.invoke(Command(resume="a-again"), {"configurable": {"thread_id": "t", "checkpoint_id": saver.list(
+            cfg, limit=3).__next__().parent_config["configurable"]["checkpoint_id"]}})
+    assert app.invoke(Command(resume="b"), cfg) == {"first": "a", "second": "b"}
+    with pytest.raises(ResumeRefused):
+        app.invoke(Command(resume="c"), cfg)
+    rows = saver.conn.execute("SELECT interrupt_id FROM driftguard_claims WHERE thread_id = 't'").fetchall()
+    assert len({r[0] for r in rows}) == 2
+
+
+# ---------------------------------------------------------------------------------------------- CO in every durability
+def flow_graph(consumed: str, kill_in_c: int | None):
+    """a -> b (interrupt; appends the value it consumed to ``consumed``) -> c (SIGKILLs process ``kill_in_c``)."""
+
+    def a(s):
+        return {"x": s["x"] + 1}
+
+    def b(s):
+        v = interrupt("approve?")
+        with open(consumed, "a") as fh:
+            fh.write(f"{v}\n")
+        return {"v": v}
+
+    def c(s):
+        if os.getpid() == kill_in_c:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return {"x": s["x"] + 10}
+
+    g = StateGraph(Flow)
+    for fn in (a, b, c):
+        g.add_node(fn.__name__, fn)
+    g.add_edge(START, "a"), g.add_edge("a", "b"), g.add_edge("b", "c"), g.add_edge("c", END)
+    return g
+
+
+def _invoke(saver_kind: str, where: str, consumed: str, value, durability: str, kill: bool):
+    cfg = {"configurable": {"thread_id": "t"}}
+    kill_pid = os.getpid() if kill else None
+    if saver_kind == "sync":
+        app = flow_graph(consumed, kill_pid).compile(checkpointer=GuardedSqliteSaver(
+            sqlite3.connect(where, check_same_thread=False)))
+        return app.invoke(value, cfg, durability=durability)
+
+    async def go():
+        async with aiosqlite.connect(where) as conn:
+            saver = GuardedAsyncSqliteSaver(conn)
+            await saver.setup()
+            app = flow_graph(consumed, kill_pid).compile(checkpointer=saver)
+            return await app.ainvoke(value, cfg, durability=durability)
+    return asyncio.run(go())
+
+
+def _resume_and_die(saver_kind, where, consumed, durability):
+    _invoke(saver_kind, where, consumed, Command(resume="claimed"), durability, kill=True)
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+@pytest.mark.parametrize("saver_kind", ["sync", "async"])
+def test_consume_once_holds_in_every_durability_mode(saver_kind, durability, tmp_path):
+    """The resumer consumes the value in b and is SIGKILLed in c; a recovery (invoke(None)) in the parent ends the
+    run with the claimed value, b having consumed it exactly once across both processes; a late resume is refused.
+
+    Planted bug caught: a claimed resume left in the caller's durability: under "exit" LangGraph persists nothing
+    of the resume before the crash, so the recovery re-runs b with the claimed value (two consumptions, the
+    README's old "what the guard trades away"); under "async" b's checkpoint may still be in flight when c runs.
+    """
+    where, consumed = str(tmp_path / "cp.db"), str(tmp_path / "consumed.txt")
+    _invoke(saver_kind, where, consumed, {"x": 0, "v": ""}, durability, kill=False)
+    assert wait(fork_start(_resume_and_die, (saver_kind, where, consumed, durability))) == -signal.SIGKILL
+    assert _invoke(saver_kind, where, consumed, None, durability, kill=False) == {"x": 11, "v": "claimed"}
+    assert Path(consumed).read_text().split() == ["claimed"]
+    with pytest.raises(ResumeRefused):
+        _invoke(saver_kind, where, consumed, Command(resume="late"), durability, kill=False)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("durability", ["async", "exit"])
+@pytest.mark.parametrize("saver_kind", ["sync", "async"])
+def test_consume_once_holds_on_postgres(saver_kind, durability, pg_dsn, tmp_path):
+    """The same crash on GuardedPostgresSaver and GuardedAsyncPostgresSaver (the claim and LangGraph's resume write
+    in one transaction).
+
+    Planted bugs caught: as above, and a claim whose resume write goes to another transaction than the claim (a
+    crash between them leaves a claim without a write: the recovery would park again)."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    from runners.backends import create_schema, drop_schema
+
+    schema = create_schema(pg_dsn, "dguard_")
+    consumed = str(tmp_path / "consumed.txt")
+    opts = dict(autocommit=True, prepare_threshold=0, row_factory=dict_row, options=f"-c search_path={schema}")
+    cfg = {"configurable": {"thread_id": "t"}}
+
+    def run(value, kill):
+        graph = flow_graph(consumed, os.getpid() if kill else None)
+        if saver_kind == "sync":
+            with psycopg.connect(pg_dsn, **opts) as conn:
+                saver = driftguard.GuardedPostgresSaver(conn)
+                saver.setup()
+                return graph.compile(checkpointer=saver).invoke(value, cfg, durability=durability)
+
+        async def go():
+            async with await psycopg.AsyncConnection.connect(pg_dsn, **opts) as conn:
+                saver = driftguard.GuardedAsyncPostgresSaver(conn)
+                await saver.setup()
+                return await graph.compile(checkpointer=saver).ainvoke(value, cfg, durability=durability)
+        return asyncio.run(go())
+
+    try:
+        run({"x": 0, "v": ""}, False)
+        assert wait(fork_start(run, (Command(resume="claimed"), True))) == -signal.SIGKILL
+        assert run(None, False) == {"x": 11, "v": "claimed"}
+        assert Path(consumed).read_text().split() == ["claimed"]
+    finally:
+        drop_schema(pg_dsn, schema)
+
+
+# ---------------------------------------------------------------------------------------------- layer 2
+def premises():
+    return [
+        Premise("amount_unchanged", ("order.amount",), lambda now, then: now == then, REPLAN),
+        Premise("within_policy", ("order.amount", "policy.max_refund"),
+                lambda now, then: now["order.amount"] <= now["policy.max_refund"], BLOCK),
+        Premise("address_shown", ("customer.address",), lambda now, then: now == then, REFRESH),
+        Premise("customer_active", ("customer.status",), lambda now, then: now["customer.status"] != "closed", BLOCK),
+    ]
+
+
+START_VALUES = {"order.amount": 30, "policy.max_refund": 50, "customer.address": "Main St", "customer.status": "ok",
+                "order.comment": ""}
+
+# the five premise classes of the revalidation family: (changes while parked, outcome, premises re-checked)
+CLASSES = {
+    "irrelevant": ({"order.comment": "late"}, KEEP, ()),
+    "presentation": ({"customer.address": "Side St"}, REFRESH, ("address_shown",)),
+    "predicate_preserving": ({"policy.max_refund": 40}, KEEP, ("within_policy",)),
+    "replanning": ({"order.amount": 35}, REPLAN, ("amount_unchanged", "within_policy")),
+    "blocking": ({"customer.status": "closed"}, BLOCK, ("customer_active",)),
+}
+
+
+@pytest.mark.parametrize("with_log", [True, False], ids=["change-log", "versions"])
+@pytest.mark.parametrize("kind", list(CLASSES))
+def test_revalidation_outcome_per_premise_class(kind, with_log):
+    """Each premise class of the revalidation family gets its outcome, re-checking only the premises that read a
+    changed field (the reverse index), with the source's change log or by comparing versions.
+
+    Planted bugs caught: a layer that skips one premise class (e.g. evaluates only BLOCK/REPLAN premises: the
+    presentation change would KEEP), a full scan instead of the reverse index (evaluated would list every premise),
+    a check of every premise read by any changed object instead of the changed field."""
+    source = DictSource(START_VALUES)
+    if not with_log:
+        source.changes_since = None  # type: ignore[assignment]
+        del source.changes_since
+        source.position = None  # type: ignore[assignment]
+        del source.position
+    guard = Revalidator(source)
+    parked = guard.park(premises())
+    changes, outcome, evaluated = CLASSES[kind]
+    for ref, value in changes.items():
+        source.write(ref, value)
+    verdict = guard.revalidate(parked)
+    assert (verdict.outcome, verdict.evaluated) == (outcome, evaluated)
+    assert verdict.releases == (outcome <= REFRESH)
+
+
+def test_revalidation_dominance_and_fail_closed():
+    """Two failures: the dominant outcome wins (BLOCK > REPLAN); a parked premise the running code no longer
+    declares BLOCKs; require() raises StaleDecision for REPLAN/BLOCK and not for REFRESH.
+
+    Planted bugs caught: the last failing premise wins instead of the most severe; an unknown premise skipped
+    (it would KEEP); require() raising on REFRESH (a safe action needlessly stopped)."""
+    source = DictSource(START_VALUES)
+    guard = Revalidator(source)
+    parked = guard.park(premises())
+    source.write("order.amount", 60)  # replanning and blocking at once
+    assert guard.revalidate(parked).outcome == BLOCK
+    with pytest.raises(StaleDecision):
+        guard.require(parked)
+    assert Revalidator(source).revalidate(parked).outcome == BLOCK  # a process that declares none of them
+    source2 = DictSource(START_VALUES)
+    g2 = Revalidator(source2)
+    p2 = g2.park(premises())
+    source2.write("customer.address", "Side St")
+    assert g2.require(p2).outcome == REFRESH
+
+
+class Refund(TypedDict, total=False):
+    premises: dict
+    plans: int
+    acted: int
+    verdict: str
+
+
+def test_revalidation_routes_a_langgraph_run_to_replan_instead_of_acting(tmp_path):
+    """Layer 2 alone on a stock saver: the refund decided before the pause is re-planned after the amount changed,
+    and acted on only once a fresh decision holds.
+
+    Planted bug caught: revalidating against values read at resume (park not stored in the checkpoint): the
+    change during the pause is invisible and the stale refund is released (acted would be 1 after one plan)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    source = DictSource(START_VALUES)
+    guard = Revalidator(source)
+
+    def propose(s):
+        return {"premises": guard.park(premises()), "plans": s.get("plans", 0) + 1}
+
+    def approve(s):
+        interrupt("approve?")
+        v = guard.revalidate(s["premises"])
+        return Command(goto=v.route(keep="act", replan="propose", block=END), update={"verdict": v.outcome.name})
+
+    def act(s):
+        return {"acted": s.get("acted", 0) + 1}
+
+    g = StateGraph(Refund)
+    for fn in (propose, approve, act):
+        g.add_node(fn.__name__, fn)
+    g.add_edge(START, "propose"), g.add_edge("propose", "approve"), g.add_edge("act", END)
+    app = g.compile(checkpointer=SqliteSaver(sqlite3.connect(str(tmp_path / "r.db"), check_same_thread=False)))
+    cfg = {"configurable": {"thread_id": "t"}}
+    app.invoke({}, cfg)
+    source.write("order.amount", 35)
+    out = app.invoke(Command(resume="ok"), cfg)  # REPLAN: back to propose, parked again
+    assert (out["verdict"], out["plans"], out.get("acted")) == ("REPLAN", 2, None)
+    out = app.invoke(Command(resume="ok"), cfg)
+    assert (out["verdict"], out["plans"], out["acted"]) == ("KEEP", 2, 1)
+
+
+# ---------------------------------------------------------------------------------------------- layer 3
+def registry():
+    r = Resources(contracts=["index:docs@2 requires model:embed@2"])
+    r.deploy("prompt:refund", 1, "p1")
+    r.deploy("model:embed", 1, "e1")
+    r.deploy("index:docs", 1, "d1")
+    return r
+
+
+def test_pins_hold_across_a_pause_and_are_inherited_by_a_subgraph(tmp_path):
+    """prompt:refund@1 is bound before the pause and redeployed as @2 during it; after the resume the parent and a
+    subgraph that declares the manifest channel both read @1.  A subgraph whose state lacks the channel raises
+    PinsNotInherited instead of reading @2.
+
+    Planted bug caught: a manifest not inherited by a subgraph (the guard resolving live when a subgraph's state has
+    no manifest: the second run would return "p2" instead of raising)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    resources = registry()
+    pins = Pins(resources)
+
+    S = TypedDict("S", {"pins": pins.channel(), "seen": list}, total=False)  # noqa: UP013 - a local annotation
+    Bare = TypedDict("Bare", {"seen": list}, total=False)  # noqa: UP013
+
+    def read(s):
+        b = pins.bind(s)
+        return {"seen": (s.get("seen") or []) + [b.resolve("prompt:refund").value], **b.update()}
+
+    def wait(s):
+        interrupt("go?")
+        return {}
+
+    def build(sub_state):
+        sub = StateGraph(sub_state)
+        sub.add_node("sub_read", read)
+        sub.add_edge(START, "sub_read"), sub.add_edge("sub_read", END)
+        g = StateGraph(S)
+        g.add_node("read", read), g.add_node("wait", wait), g.add_node("child", sub.compile())
+        g.add_edge(START, "read"), g.add_edge("read", "wait"), g.add_edge("wait", "child"), g.add_edge("child", END)
+        return g.compile(checkpointer=SqliteSaver(sqlite3.connect(str(tmp_path / f"{sub_state.__name__}.db"),
+                                                                  check_same_thread=False)))
+
+    for sub_state in (S, Bare):
+        resources.deploy("prompt:refund", 1, "p1")
+        app = build(sub_state)
+        cfg = {"configurable": {"thread_id": "t"}}
+        app.invoke({}, cfg)
+        resources.deploy("prompt:refund", 2, "p2")
+        if sub_state is S:
+            out = app.invoke(Command(resume="go"), cfg)
+            assert out["seen"] == ["p1", "p1"] and out["pins"] == {"prompt:refund": 1}
+        else:
+            with pytest.raises(PinsNotInherited):
+                app.invoke(Command(resume="go"), cfg)
+
+
+def test_contracts_at_first_binding_and_at_fan_in():
+    """First binding: with model:embed@1 bound, the live index:docs@2 (requires embed@2) is refused and the
+    retained @1 bound instead; with no compatible version, ContractViolation.  Fan-in: two parallel branches that
+    each bound a compatible half of a broken pair are refused at the merge (ContractViolation), two versions of one
+    alias too (PinConflict).
+
+    Planted bugs caught: contracts checked only against the node's own new bindings (the first case would bind
+    index:docs@2), a reducer that merges without checking (the fan-in would be admitted)."""
+    resources = registry()
+    resources.deploy("index:docs", 2, "d2")
+    pins = Pins(resources)
+    b = pins.bind({"pins": {"model:embed": 1}})
+    got = b.resolve("index:docs")
+    assert (got.version, got.via) == (1, "retained") and b.update() == {"pins": {"index:docs": 1}}
+    resources.retire("index:docs", 1)
+    with pytest.raises(ContractViolation):
+        pins.bind({"pins": {"model:embed": 1}}).resolve("index:docs")
+
+    S = TypedDict("S", {"pins": pins.channel()}, total=False)  # noqa: UP013 - a local annotation
+
+    def left(s):
+        b = pins.bind(s)
+        b.resolve("index:docs")  # @2, fine alone (model:embed unbound)
+        return b.update()
+
+    def right(s):
+        b = pins.bind(s)
+        b.resolve("model:embed")  # @1, fine alone
+        return b.update()
+
+    g = StateGraph(S)
+    g.add_node("left", left), g.add_node("right", right)
+    g.add_edge(START, "left"), g.add_edge(START, "right"), g.add_edge("left", END), g.add_edge("right", END)
+    with pytest.raises(ContractViolation):
+        g.compile().invoke({})
+    with pytest.raises(PinConflict):
+        pins.merge({"prompt:refund": 1}, {"prompt:refund": 2})

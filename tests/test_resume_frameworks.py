@@ -1,0 +1,225 @@
+"""Framework environments and their adapters under the resume harness (issue 14), and REMIT beside the guard.
+
+Each framework runtime runs in its own uv-locked env (built from its lock on
+first use, then reused); every crash is a real SIGKILL of a child of the env's
+fork server; the verdicts come from the family's checkers.  One fault cell and
+one k=2 race per framework this file's owner wrote (LangGraph 1.2.9 and
+today's release); DBOS, Agent Framework, LlamaIndex and Temporal have theirs in
+their own test modules.  Each test names the planted bug it catches.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from mechanisms.resume.frameworks import protocol
+from vocabulary.resume import DEFAULT_GRAPH, POINTS, GraphSpec
+
+FRAMEWORKS = ("langgraph@1.2.9", "langgraph@1.2.24")
+
+
+# ---------------------------------------------------------------------------------------------- the protocol
+def test_protocol_semantics_equal_the_lab_graph():
+    """The env's node semantics and names are the lab's (planted bug: protocol.Graph.apply or a point name drifting
+    from vocabulary.resume, so that a framework doing exactly what the graph says is judged a violation)."""
+    assert protocol.POINTS == POINTS
+    for spec in (DEFAULT_GRAPH, DEFAULT_GRAPH.with_invalid("act")):
+        g = protocol.Graph(spec.to_dict())
+        state = spec.initial_state("order-1")
+        for step in range(len(spec.nodes)):
+            resume = "yes" if spec.nodes[step].interrupt else None
+            assert g.apply(step, state, resume) == spec.apply(step, state, resume)
+            assert g.task(step) == spec.task(step)
+            for key in spec.nodes[step].effects:
+                assert g.payload(step, key, state) == spec.payload(step, key, state)
+            state = spec.apply(step, state, resume)
+
+
+class SwallowingAdapter(protocol.Adapter):
+    """Planted bug: a node raises, the adapter catches it and answers 'done' although nothing was persisted."""
+
+    def start(self, run_id, input):
+        try:
+            raise RuntimeError("the framework failed in node prepare")
+        except RuntimeError:
+            return self.status(run_id, protocol.DONE, "cp-1", None, self.graph.initial_state(input))
+
+    def state(self, run_id):
+        return self.status(run_id, protocol.REFUSED, reason=f"no run {run_id!r}")
+
+
+def _ledger(folder: str, ns: str) -> None:
+    conn = sqlite3.connect(str(Path(folder) / f"{ns}ledger.sqlite"))
+    conn.execute("CREATE TABLE effects (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT, task TEXT, key TEXT, "
+                 "payload TEXT, idem TEXT UNIQUE, pid BIGINT, op TEXT, at REAL)")
+    conn.execute("CREATE TABLE trace (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT, step INTEGER, node TEXT, "
+                 "kind TEXT, value TEXT, pid BIGINT, op TEXT, at REAL)")
+    conn.commit()
+    conn.close()
+
+
+def test_swallowed_exception_is_not_a_pass(tmp_path):
+    """An adapter that swallows an exception and answers 'done' is reported as an error, which the harness records
+    as a failed call (planted bug: a server that trusts the adapter's answer, so a crashed framework scores as a
+    conforming run)."""
+    _ledger(str(tmp_path), "t")
+    server = protocol.Server(SwallowingAdapter)
+    reply = server.call({"backend": {"kind": "sqlite", "location": str(tmp_path), "namespace": "t"},
+                         "graph": DEFAULT_GRAPH.to_dict(), "call": "start", "args": {"run_id": "r", "input": "o"},
+                         "label": "r/start#1", "crash": None, "timeout": 20})
+    assert "status" not in reply and reply["code"] == 0
+    assert "adapter answered 'done'" in reply["error"] and "'refused'" in reply["error"]
+
+
+def test_crash_point_is_a_real_sigkill(tmp_path):
+    """A crash point kills the call's child with signal 9 (planted bug: an adapter hook that raises or returns, so a
+    'crash' unwinds finally-blocks and closes transactions that a real SIGKILL would leave open)."""
+
+    class Parks(SwallowingAdapter):
+        def start(self, run_id, input):
+            self.run_node(run_id, 0, self.graph.initial_state(input))
+            raise AssertionError("the kill point did not stop the child")
+
+    _ledger(str(tmp_path), "t")
+    reply = protocol.Server(Parks).call({"backend": {"kind": "sqlite", "location": str(tmp_path), "namespace": "t"},
+                                         "graph": DEFAULT_GRAPH.to_dict(), "call": "start",
+                                         "args": {"run_id": "r", "input": "o"}, "label": "r/start#1",
+                                         "crash": ["after_effect", "prepare"], "timeout": 20})
+    assert reply["killed"] and reply["code"] == -9
+    rows = sqlite3.connect(str(tmp_path / "tledger.sqlite")).execute("SELECT key, op FROM effects").fetchall()
+    assert rows == [("reserve", "r/start#1")]  # the effect before the point is durable, nothing after it
+
+
+# ---------------------------------------------------------------------------------------------- the environments
+def test_env_is_built_from_its_lock_once_and_reused(tmp_path, monkeypatch):
+    """A second use of an env reuses the folder keyed by its lock's hash, and records the installed versions
+    (planted bug: a cache keyed by name only, so a changed lock silently reuses the old env, or a rebuild per run)."""
+    from runners.resume import envs
+
+    first = envs.ensure("langgraph-1.2.9")
+    assert first.installed["langgraph"] == "1.2.9" and first.path.name.endswith(first.lock_hash)
+    envs._BUILT.clear()
+    again = envs.ensure("langgraph-1.2.9")
+    assert again.reused and again.path == first.path
+
+
+@pytest.mark.parametrize("broken,step", [("missing", "read"), ("badlock", "sync")])
+def test_env_failure_is_one_line_naming_env_and_step(tmp_path, monkeypatch, broken, step):
+    """A missing or unbuildable env is one line naming it and the failing step (planted bug: a traceback of uv's
+    output, or a half-built env reused afterwards)."""
+    from runners.resume import envs
+
+    monkeypatch.setenv("DRIFTLAB_ENV_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "envs"
+    if broken == "badlock":
+        (root / "badlock").mkdir(parents=True)
+        (root / "badlock" / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0"\n'
+                                                         'dependencies = ["no-such-package-driftlab==0"]\n')
+        (root / "badlock" / "uv.lock").write_text("version = 1\n")
+    with pytest.raises(envs.EnvError) as err:
+        envs.ensure(broken, root)
+    assert str(err.value).startswith(f"environment {broken}: {step} failed:") and "\n" not in str(err.value)
+    assert not list((tmp_path / "cache").glob(f"{broken}-*/driftlab-env.json"))
+
+
+# ---------------------------------------------------------------------------------------------- the frameworks
+def _verdicts(runtime: str, cell: str):
+    from runners.experiment import Options
+    from runners.resume import common as rc
+
+    records, _ = rc.run_fault_cell("resume_frameworks", runtime, cell, 1, 7, Options(), "sqlite")
+    return dict(zip(records["property"], records["verdict"])), records
+
+
+@pytest.mark.parametrize("runtime", FRAMEWORKS)
+def test_fault_cell_sigkill_reexecutes_the_gated_effect(runtime):
+    """A SIGKILL after the gated effect, then a recovery in a new process: stock LangGraph fires it again, and the
+    history says so with a real signal-9 kill (planted bug: a crash that is not a SIGKILL of the env's child, or a
+    recovery in the killed process, either of which hides the re-execution the paper reports for 1.2.9); and
+    ``driftlab check`` on the stored history says the same (planted bug: a history missing the env's ledger)."""
+    from runners.cli import main
+    from runners.experiment import Options
+    from runners.resume import common as rc
+    from vocabulary import history_to_jsonl
+
+    records, history = rc.run_fault_cell("resume_frameworks", runtime, "crash_resume_after_effect_act", 1, 7,
+                                         Options(), "sqlite")
+    verdicts = dict(zip(records["property"], records["verdict"]))
+    assert records["sigkills"][0] >= 1 and records["processes"][0] >= 3
+    assert verdicts["EO"] == "invalid" and verdicts["liveness"] == "valid"
+    stored = Path(tempfile.mkdtemp()) / "history.jsonl"  # driftlab check re-judges the framework's stored history
+    stored.write_text(history_to_jsonl(history))
+    assert main(["check", str(stored)]) == 1
+
+
+@pytest.mark.parametrize("runtime", FRAMEWORKS)
+def test_race_k2_forks_two_racers_from_the_env_server(runtime):
+    """Two racers forked from the env's warm server both resume one parked interrupt: both are answered, and the
+    checkers see stock LangGraph's double consumption (planted bug: racers that never overlap or whose answers are
+    lost, which would read as consume-once)."""
+    from runners.experiment import Options
+    from runners.resume.concurrency import race_cell
+
+    out = race_cell("resume_frameworks", runtime, "sqlite", 2, 0.0, 1, 7, Options())
+    r = out.records
+    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] == 2
+    assert (r["effects_fired"][0] > 1) == (r["co_verdict"][0] == "invalid")
+
+
+# ---------------------------------------------------------------------------------------------- REMIT
+def test_remit_two_readings_of_a_stray_second_resume():
+    """REMIT makes a stray second resume inert (accepted, no effect): the lab's CO (refusal required) says invalid,
+    REMIT's reading says valid, and both are recorded (planted bug: scoring one guard by the other's definition)."""
+    pytest.importorskip("remit")
+    from runners.experiment import Options
+    from runners.resume import common as rc
+
+    records, _ = rc.run_fault_cell("resume_faults", "langgraph+remit", "second_resume_head", 1, 7, Options(), "sqlite")
+    got = dict(zip(records["property"], records["verdict"]))
+    assert got["CO"] == "invalid" and set(records["co_inert"]) == {"valid"} and got["EO"] == "valid"
+
+
+def test_remit_gate_serves_one_of_two_racers():
+    """With its cross-process gate on, REMIT serves one racer and refuses the other before any node runs (planted
+    bug: the gate left off, REMIT's default, which serves both)."""
+    pytest.importorskip("remit")
+    from runners.experiment import Options
+    from runners.resume.concurrency import race_cell
+
+    r = race_cell("resume_concurrency", "langgraph+remit", "sqlite", 2, 0.0, 1, 7, Options()).records
+    assert r["effects_fired"] == [1] and r["served"] == [1] and r["refused"] == [1]
+
+
+def test_co_read_two_ways_never_forgives_a_refired_effect():
+    """REMIT's reading of CO forgives only an inert stray resume; the lab's CO keeps its refusal clause (planted bugs:
+    an inert reading that also forgives a stray resume re-firing the gated effect, or a lab CO that lost the
+    clause 'a second resume must be refused')."""
+    from runners.experiment import Options
+    from runners.resume import common as rc
+
+    inert, _ = rc.run_fault_cell("resume_faults", "naive", "second_resume_head", 1, 7, Options(), "sqlite")
+    refired, _ = rc.run_fault_cell("resume_faults", "sequencer+double_consume", "second_resume_head", 1, 7, Options(),
+                                   "sqlite")
+    co = lambda r: dict(zip(r["property"], r["verdict"]))["CO"]  # noqa: E731
+    assert co(inert) == "invalid" and set(inert["co_inert"]) == {"valid"}
+    assert co(refired) == "invalid" and set(refired["co_inert"]) == {"invalid"}
+
+
+@pytest.mark.parametrize("cell,reason", [("replay_past_checkpoint", "naive has no replay operation"),
+                                         ("update_undeclared_key", "naive has no update operation"),
+                                         ("parallel_sibling_done", "graph hint 'parallel' not expressed")])
+def test_framework_only_cells_are_na_with_a_reason_for_the_lab_runtimes(cell, reason):
+    """A cell a runtime cannot express is n/a with a one-line reason, never dropped and never run half-way
+    (planted bug: the lab's naive runtime running the parallel graph in order and scoring it, or a replay step
+    silently skipped so the cell looks conforming)."""
+    from runners.experiment import Options
+    from runners.resume import common as rc
+
+    records, _ = rc.run_fault_cell("resume_frameworks", "naive", cell, 1, 7, Options(), "sqlite")
+    assert set(records["verdict"]) == {"not applicable"} and len(records["verdict"]) == 7
+    assert all(reason in w for w in records["witness"])

@@ -1,0 +1,232 @@
+"""Faults during a run (issue 16, §3 and §6): what the lab does when its own process, its workers, its store
+or a plug-in fails mid-run.  Real processes, real SIGKILL and SIGINT, a real dropped PostgreSQL connection.
+
+Each test names in its docstring the class of planted bug it catches.  Bad *input* is the table of
+``tests/test_bad_input.py``; these are faults that happen while cells run.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from runners.backends import host_id, schema_name
+from runners.dask_executor import SCRATCH_PREFIX, remove_orphan_scratch
+from runners.engine import RunLock, check_identity
+from runners.experiment import Cell, CellOutput, DriftlabError, Options, compute
+from runners.workers import TaskTimedOut, WorkerDied, run_workers
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "runners.cli", *args, "--quiet"]
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def _wait_for(predicate, timeout: float, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+# ------------------------------------------------------------------ the worker pool itself
+def _task(t):
+    if t == "exit":
+        os._exit(3)
+    if t == "hang":
+        time.sleep(3600)
+    return t * 2
+
+
+def test_a_worker_that_exits_or_hangs_stops_the_run_naming_its_task_and_leaves_no_process():
+    """Planted bugs: a pool that waits forever for the task of a worker that called ``os._exit`` (what
+    ``multiprocessing.Pool.imap`` does); a task past its time limit left running; a killed worker's task
+    blamed on another task."""
+    assert sorted(r for _, r in run_workers(_task, [1, 2, 3, 4], 2, 5)) == [2, 4, 6, 8]
+    for bad, error in (("exit", WorkerDied), ("hang", TaskTimedOut)):
+        before = {p.pid for p in _descendants(os.getpid())}
+        t0 = time.monotonic()
+        with pytest.raises(error) as raised:
+            list(run_workers(_task, [1, bad, 3], 2, 1.0))
+        assert raised.value.task == bad and time.monotonic() - t0 < 10
+        assert not _alive([p for p in _descendants(os.getpid()) if p.pid not in before]), "no worker outlives the pool"
+    assert "code 3" in str(WorkerDied("exit", 3))
+
+
+# ------------------------------------------------------------------ SIGKILL between run.json.tmp and its rename
+def test_a_folder_holding_only_the_labs_own_temporary_files_is_taken_by_the_rerun(tmp_path):
+    """Planted bug: a run SIGKILLed between writing ``run.json.tmp`` and renaming it leaves a folder every later
+    run refuses as "not a driftlab run"; the rerun must take it (and still refuse a folder with anything else)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / ".lock").write_text("12345")
+    (run / "run.json.tmp").write_text('{"profile": "qu')  # what the kill left: half a manifest, never renamed
+    (run / "scratch").mkdir()
+    assert check_identity(run, {"profile": "quick"}) is False  # the lab's: a fresh run, not a refusal
+    (run / "notes.txt").write_text("mine")
+    with pytest.raises(DriftlabError, match="holds no driftlab run"):
+        check_identity(run, {"profile": "quick"})
+
+
+# ------------------------------------------------------------------ kill -9 of the main process alone
+def test_sigkill_of_the_main_process_alone_kills_its_workers_which_never_hold_the_lock(tmp_path):
+    """Planted bugs: pool workers that outlive a ``kill -9`` of the main process (the OOM killer's way), finish
+    their cell as orphans printing BrokenPipeError tracebacks, and hold the run folder's lock (inherited
+    through fork), so the rerun is refused until they are done."""
+    out = tmp_path / "run"
+    main = subprocess.Popen(_cli("reproduce", "--only", "revalidation_outcomes", "--repetitions", "100", "--jobs", "2",
+                                 "--workloads", "refund", "--out", str(out)),
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert _wait_for(lambda: len(_descendants(main.pid)) >= 2 and (out / "run.json").exists(), 60), "workers started"
+        workers = _descendants(main.pid)
+        os.kill(main.pid, signal.SIGKILL)  # the main process only, not its group
+        main.wait()
+        assert _wait_for(lambda: not _alive(workers), 5), f"workers outlived the main process: {_alive(workers)}"
+        with RunLock(out):  # the rerun's first act: it is not refused
+            pass
+        assert "Traceback" not in main.stderr.read()
+    finally:
+        try:
+            os.killpg(main.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+# ------------------------------------------------------------------ Ctrl-C
+def test_ctrl_c_prints_one_line_and_leaves_no_step_server_or_step_alive(tmp_path):
+    """Planted bugs: Ctrl-C printing worker tracebacks under --quiet; a step server (``python -m
+    runners.processes``) or one of its forked steps still running after the run has exited."""
+    run = subprocess.Popen(_cli("reproduce", "--only", "revalidation_durable", "--jobs", "1", "--out", str(tmp_path / "run")),
+                           cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        def step_server() -> bool:
+            return any("runners.processes" in " ".join(p.cmdline()) for p in _alive(_descendants(run.pid)))
+
+        assert _wait_for(step_server, 60), "a cell started its step server"
+        time.sleep(0.3)
+        everyone = _descendants(run.pid)
+        os.killpg(run.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: SIGINT to the whole foreground group
+        assert run.wait(timeout=30) == 130
+        err = run.stderr.read()
+        assert "Traceback" not in err and err.count("\n") == 1 and "interrupted" in err, err
+        assert _wait_for(lambda: not _alive(everyone), 0.5), f"still alive after the run ended: {_alive(everyone)}"
+    finally:
+        try:
+            os.killpg(run.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+# ------------------------------------------------------------------ a dropped PostgreSQL connection
+DROPPER = '''import os
+
+import psycopg
+
+from mechanisms.resume.sequencer import Sequencer
+from runners.backends import postgres_dsn
+
+
+class Dropper(Sequencer):
+    """Before each resume, while the marker file exists, the server terminates this racer's ledger connection."""
+
+    def resume(self, run_id, value, checkpoint_id=None):
+        marker = os.environ["DRIFTLAB_TEST_DROP"]
+        if os.path.exists(marker):
+            if os.environ.get("DRIFTLAB_TEST_DROP_ONCE"):
+                try:
+                    os.unlink(marker)
+                except FileNotFoundError:
+                    pass
+            with psycopg.connect(postgres_dsn(), autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (self.ledger.sql.conn.info.backend_pid,))
+        return super().resume(run_id, value, checkpoint_id)
+'''
+
+
+@pytest.mark.parametrize("once", [True, False], ids=["dropped-once-retried", "dropped-twice-fails"])
+def test_a_dropped_postgres_connection_in_a_concurrency_cell_is_never_a_result(tmp_path, monkeypatch, pg_dsn, once):
+    """Planted bug: a racer whose PostgreSQL connection the server terminated is recorded as an ``indeterminate``
+    racer and the cell as finished, so a fault of the lab's own store becomes a published row.  It must fail the
+    cell: retried once (a clean second attempt gives the cell's records, with no indeterminate racer), then one
+    line naming the cell."""
+    from runners.resume.concurrency import ResumeConcurrency
+
+    (tmp_path / "drop_plugin.py").write_text(DROPPER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    marker = tmp_path / "drop"
+    marker.write_text("x")
+    monkeypatch.setenv("DRIFTLAB_TEST_DROP", str(marker))
+    if once:
+        monkeypatch.setenv("DRIFTLAB_TEST_DROP_ONCE", "1")
+    cell = Cell("resume_concurrency", (("runtime", "drop_plugin:Dropper"), ("backend", "postgres"), ("k", 2),
+                                       ("jitter_ms", 0.0)), 1, 7)
+    _, output = compute(ResumeConcurrency(), cell, Options())
+    if once:
+        assert isinstance(output, CellOutput), output
+        assert output.records["indeterminate"] == [0] and output.records["served"] == [1]
+        assert not any(op.status == "indeterminate" for op in output.history.operations)
+    else:
+        assert isinstance(output, str) and "PostgreSQL connection" in output and "retried once" in output, output
+        assert "\n" not in output
+
+
+# ------------------------------------------------------------------ determinism of the resume witnesses
+def test_resume_witnesses_in_tables_quote_no_checkpoint_uuid_and_repeat_with_the_seed(tmp_path):
+    """Planted bug: a witness quoting the runtime's uuid4 checkpoint ids, so that two runs with one seed differ
+    in the ``witness`` column of the fault matrix."""
+    from runners.resume.common import run_fault_cell
+
+    def witnesses() -> list[str]:
+        options = Options(run_dir=tmp_path)
+        records, _ = run_fault_cell("resume_faults", "naive", "invalid_state", 1, 20260901, options)
+        return records["witness"]
+
+    first, second = witnesses(), witnesses()
+    assert any("checkpoint cp" in w for w in first), f"naive persists an invalid checkpoint; its witness names it: {first}"
+    assert first == second
+    assert not any(re.search(r"[0-9a-f]{32}", w) for w in first), first
+
+
+# ------------------------------------------------------------------ Dask scratch folders
+def test_dask_cell_scratch_folders_of_dead_processes_on_this_host_are_removed_and_no_others(tmp_path):
+    """Planted bug: a Dask worker killed mid-cell leaves a ``driftlab-cell-*`` folder in the system temp that no
+    later run removes; or the clean-up removes a live cell's folder, or one of another host sharing the folder."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = tmp_path / schema_name(SCRATCH_PREFIX, pid=dead.pid)
+    live = tmp_path / schema_name(SCRATCH_PREFIX)
+    other_host = tmp_path / f"{SCRATCH_PREFIX}{'0' * 8 if host_id() != '0' * 8 else '1' * 8}_{dead.pid}_abcdef01"
+    for folder in (orphan, live, other_host):
+        folder.mkdir()
+        (folder / "cell.sqlite").write_text("x")
+    assert remove_orphan_scratch(tmp_path) == [orphan]
+    assert live.exists() and other_host.exists() and not orphan.exists()
