@@ -145,3 +145,48 @@ def test_inference_treats_an_unknown_probe_as_unknown_not_incompatible(probe, ve
     back where SSI alone resolves the live version)."""
     got = resolve("SSI+inference", "isolation")().resolve(Manifest({"index:docs": 1}), "model:embed", _registry(probe))
     assert got.version == version
+
+
+def test_witnesses_name_the_steps_in_prose():
+    """Bug class: a witness that names the wrong steps (the deployment or the resume between two resolutions, the
+    spawn of a continuation, the bindings of a merge) or the wrong versions."""
+    rows = [res("T1", "model:embed", 1), ("deployer", "deploy", OK, {"identity": "model:embed", "version": 2,
+                                                                     "previous": 1}),
+            ("T1", "pause", OK, {"workflow": "T1"}), ("T1", "resume", OK, {"workflow": "T1"}),
+            res("T1", "model:embed", 2), res("T1", "index:docs", 1), spawn("T1", "C"), res("C", "model:embed", 1),
+            spawn("T1", "F", "fork"), res("F", "model:embed", 1), merge("T1", "F")]
+    h = history("isolation", [("T1", "start", OK, {"workflow": "T1"})] + rows, META)
+    got = {n: [(w.steps, w.explanation) for w in c.check(h).witnesses] for n, c in CHECKERS.items()}
+    assert got[READ_SKEW] == [((1, 2, 4, 5), "T1 resolved model:embed@1 at step 1, then deployment at step 2 made @2 "
+                               "live, then T1 resumed at step 4, then T1 resolved model:embed@2 at step 5: one workflow "
+                               "saw two versions of model:embed, semantic read skew.")]
+    assert got[COMPATIBILITY_SKEW] == [((5, 6), "T1 had model:embed@2 bound at step 5, then resolved index:docs@1 at "
+                                        "step 6, but the declared contract 'index:docs@1 requires model:embed@1' says "
+                                        "otherwise: compatibility skew.")]
+    assert got[CONTEXT_ESCAPE] == [
+        ((5, 7, 8), "T1 resolved model:embed@2 at step 5, then T1's child C (spawned at step 7) resolved model:embed@1 "
+                    "at step 8: the continuation left the manifest it inherits, context escape."),
+        ((5, 9, 10), "T1 resolved model:embed@2 at step 5, then T1's fork F (spawned at step 9) resolved "
+                     "model:embed@1 at step 10: the continuation left the manifest it inherits, context escape.")]
+    assert got[MERGE_SKEW] == [((5, 10, 11), "T1 merged F at step 11, but T1 bound model:embed@2 (step 5) and F bound "
+                                "model:embed@1 (step 10): the branch manifests have no admissible common extension, "
+                                "merge skew.")]
+    assert CHECKERS[READ_SKEW].check(h).summary == "1 witness(es) in 1 execution(s)"
+
+
+def test_each_group_is_judged_by_its_own_contracts():
+    """Bug class: a cell's executions judged by the header's contracts instead of their own (meta.groups): group 1
+    declares the contract and violates it; group 2 declares none and binds the same versions."""
+    rows = []
+    for g in (1, 2):
+        rows += [(f"T{g}", "start", OK, {"workflow": f"T{g}", "group": g}),
+                 (f"T{g}", "resolve", OK, {"workflow": f"T{g}", "identity": "index:docs", "version": 1, "group": g}),
+                 (f"T{g}", "resolve", OK, {"workflow": f"T{g}", "identity": "model:embed", "version": 2, "group": g})]
+    meta = {"contracts": [], "groups": {"1": {"contracts": [CONTRACT]}, "2": {"contracts": []}}}
+    res_ = CHECKERS[COMPATIBILITY_SKEW].check(history("isolation", rows, meta))
+    assert res_.verdict is Verdict.INVALID and [w.explanation.split(" had ")[0] for w in res_.witnesses] == ["T1"]
+    assert res_.summary == "1 witness(es) in 2 execution(s)"
+    bad = {"contracts": [], "groups": {"1": {"contracts": ["nonsense"]}}}
+    assert CHECKERS[COMPATIBILITY_SKEW].check(history("isolation", rows, bad)).verdict is Verdict.UNKNOWN
+    ok = CHECKERS[READ_SKEW].check(history("isolation", rows, meta))
+    assert ok.verdict is Verdict.VALID and ok.summary == "2 execution(s), none with semantic read skew"
