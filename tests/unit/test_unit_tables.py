@@ -150,8 +150,13 @@ def contract_records(k_matter: int = 2, declared: int = 5) -> pd.DataFrame:
 
 def test_contract_omission_share_is_per_rate():
     """Bug class: a share over the whole sweep instead of one rate."""
-    tab = contract_omission.table(contract_records())
+    records = contract_records().iloc[::-1].reset_index(drop=True)  # rows in any order: the table sorts by rate
+    tab = contract_omission.table(records)
+    assert list(tab.columns) == contract_omission.COLUMNS  # one mechanism: no mechanism column
+    assert list(tab["rate"]) == [0.0, 0.1, 0.3]
     assert list(tab["share"]) == [0.0, 0.2, 0.45] and list(tab["executions"]) == [20, 20, 20]
+    label = contract_omission.report(tab, records).rows[1]["metric"]
+    assert label == "p = 10%: share of executions admitting an incompatible combination"
     assert_interval_columns(tab, "share", "incompatible_admitted", "executions")
 
 
