@@ -122,6 +122,7 @@ def test_parser_and_oracle_agree_with_the_grammar_on_generated_rules(tree, state
     ("c.f1 or c.f2 and c.f3", {"c.f1": True, "c.f2": False, "c.f3": False}, True),      # or is loosest
     ("c.f1 and c.f2 or c.f3", {"c.f1": False, "c.f2": False, "c.f3": True}, True),
     ("not c.f1 and c.f2", {"c.f1": True, "c.f2": True}, False),                         # not binds tighter than and
+    ("not c.f1 and c.f2", {"c.f1": False, "c.f2": False}, False),                       # ...not (f1 and f2) is true
     ("not c.f1 or c.f2", {"c.f1": False, "c.f2": False}, True),
     ("not a.n == 1", {"a.n": 2}, True),                                                 # ...looser than ==
     ("not not c.f1", {"c.f1": True}, True),
