@@ -23,7 +23,7 @@ from runners.revalidation.agent import run_schedule
 from runners.revalidation.outcomes import RevalidationOutcomes
 from runners.revalidation.stores import MemoryStore
 from scenarios.revalidation.oracle import DOMINANCE, Reference, prelude_class, reference_of
-from scenarios.revalidation.rules import compile_rule, parse_rule
+from scenarios.revalidation.rules import compile_rule
 from scenarios.revalidation.schedules import load_schedules
 from scenarios.revalidation.workload import load_workloads
 from vocabulary.revalidation import (MUTATION_CLASSES, AgentTransaction, Outcome, Premise, Validation, dominant,
@@ -273,7 +273,7 @@ def _run(mechanism, premises, changes):
 
 
 def reference(premises) -> Reference:
-    return Reference(tuple((p.id, parse_rule(p.rule), p.severity.name) for p in premises), dict.fromkeys(FIELDS, 0))
+    return Reference(tuple((p.id, p.rule, p.severity.name) for p in premises), dict.fromkeys(FIELDS, 0))
 
 
 @settings(max_examples=300, deadline=None)

@@ -29,8 +29,14 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def fails(tab: pd.DataFrame, runtime: str) -> bool | None:
+    """True if an anomaly occurs under ``runtime``, False if every anomaly is prevented, None if it has no row or
+    a cell is unknown and none occurs (an unknown cell is never counted as prevented)."""
     t = tab[tab["runtime"] == runtime]
-    return None if t.empty else bool((t["verdict"] == "occurs").any())
+    if t.empty:
+        return None
+    if (t["verdict"] == "occurs").any():
+        return True
+    return False if (t["verdict"] == "prevented").all() else None
 
 
 def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
@@ -46,6 +52,9 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     for rt in ("StaticPinning", "SSI", "default"):
         closed, open_ = fails(tab, rt), fails(tab, rt + "/open-world")
         if closed is None or open_ is None:
+            if (tab["runtime"] == rt).any() and (tab["runtime"] == rt + "/open-world").any():
+                claims.append(f"{rt}: unknown (a cell's history has an indeterminate operation), neither prevents "
+                              "nor admits.")
             continue
         anomalies = ", ".join(a for a in ANOMALIES if cells.get((rt + "/open-world", a)) == "occurs") or "none"
         claims.append(f"{rt}: {'admits anomalies' if closed else 'prevents all four'} under the fixed schedule; "

@@ -495,7 +495,7 @@ def _value(node: Node) -> Callable[[Callable[[Ref], Any], Mapping[Ref, Any]], An
         value = node.value
         return lambda current, observed: value
     if isinstance(node, ListLiteral):
-        items = node.items
+        items = list(node.items)  # a list, as a list-valued field holds: o.l == [1, 3] compares list with list
         return lambda current, observed: items
     return compile_tree(node)  # a condition used as a boolean value: (a.x == 1) == true
 

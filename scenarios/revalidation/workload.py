@@ -13,7 +13,10 @@ format and the rule grammar.  A file is validated completely on load:
 - every premise holds on the initial objects;
 - the declared oracle of every variant is the one its rules imply, as the
   brute-force reference evaluator (:mod:`scenarios.revalidation.oracle`) computes it, alone
-  and after schedule s7's prelude change.
+  and after schedule s7's prelude change;
+- on every state the loader judges, each premise's compiled check (the rule
+  parser's tree) agrees with the oracle's own reading of the rule text, so a
+  rule-parser bug refuses the file instead of making both agree on it.
 
 The first problem is raised as a :class:`scenarios.ScenarioError` whose
 message is one line, ``<file>: <field>: <problem>``.  Adding a workload is
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from scenarios import ScenarioError, load_scenarios, read_toml
-from scenarios.revalidation.oracle import Reference, prelude_class, prelude_variant
+from scenarios.revalidation.oracle import Reference, ReadingError, holds, prelude_class, prelude_variant
 from scenarios.revalidation.rules import RuleError, check_types, compatible, compile_tree, parse_rule, refs_of, type_of
 from vocabulary.revalidation import MUTATION_CLASSES, Change, Intent, Outcome, Premise, Ref, object_of, reverse_index
 
@@ -167,7 +170,6 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> Workload:
 
     # ---------------------------------------------------------------- premises
     premises: list[Premise] = []
-    trees = []
     for i, p in enumerate(need(raw, "premises", list, "premises", "a list of premise tables ([[premises]])")):
         where = f"premises[{i}]"
         typed(p, dict, where, "a premise table with id, rule and severity")
@@ -205,7 +207,6 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> Workload:
         if not premise.holds(state.__getitem__, state):
             raise fail(label, "does not hold in the initial objects, so the decision was never justified")
         premises.append(premise)
-        trees.append(tree)
     if not premises:
         raise fail("premises", "at least one premise is needed")
 
@@ -278,13 +279,26 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> Workload:
 
     # ---------------------------------------------------------------- the oracle follows from the rules
     payload_refs = set(payload.values())
-    reference = Reference(tuple((p.id, tree, p.severity.name) for p, tree in zip(premises, trees)), dict(state))
+    try:
+        reference = Reference(tuple((p.id, p.rule, p.severity.name) for p in premises), dict(state))
+    except ReadingError as exc:
+        raise fail("premises", f"the oracle cannot read a rule the parser accepted ({exc}): a rule-parser bug") from None
 
     def because(judgement) -> str:
         return f"failing premises: {', '.join(judgement.failed) or 'none'}"
 
+    def same_reading(where: str, *changes) -> None:
+        """The compiled checks (the rule parser's) and the oracle's own reading of the text agree on this state."""
+        after = reference.state(*changes)
+        for p, (_, reading, _) in zip(premises, reference.premises):
+            if p.holds(after.__getitem__, state) != holds(reading, after, state):
+                raise fail(where, f"premise {p.id!r}: the compiled rule {p.rule!r} and the oracle's own reading of "
+                                  "its text disagree on this state: a rule-parser bug")
+
+    same_reading("premises")
     for cls, m in mutations.items():
         for j, variant in enumerate(m.variants):
+            same_reading(f"mutations.{cls}.variants[{j}]", variant)
             got = reference.judge(variant)
             if got.outcome != m.oracle.name:
                 raise fail(f"mutations.{cls}.variants[{j}]",
@@ -300,6 +314,7 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> Workload:
         preludes = mutations[first].variants
         for j, variant in enumerate(m.variants):
             k = prelude_variant(j, len(preludes))
+            same_reading(f"mutations.{cls}.variants[{j}]", preludes[k], variant)
             got = reference.judge(preludes[k], variant)
             if got.outcome != m.oracle.name:
                 raise fail(f"mutations.{cls}.variants[{j}]",

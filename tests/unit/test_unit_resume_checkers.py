@@ -1,0 +1,147 @@
+"""Resume checkers on hand-written histories: calls, checkpoints, ledger rows, one per line.
+
+Bug classes (issue 16 §7): a consume-once checker that accepts a second, different value; a liveness checker
+that credits a resume of another run; unknown folded into valid (a history with nothing to judge by).
+"""
+from __future__ import annotations
+
+import pytest
+from histories import history
+
+from analysis.resume.checkers import CHECKERS, check_all
+from vocabulary import Verdict
+from vocabulary.resume import CO, DEFAULT_GRAPH, EO, LIVENESS, PC
+
+OK, INDET = "ok", "indeterminate"
+META = {"graph": DEFAULT_GRAPH.to_dict()}
+PARKED_STATE = {"input": "i", "approval": None, "steps": 1, "log": ["prepare:None"]}
+
+
+def call(name, run, op, state, resume=None, status=OK, start=None, end=None):
+    return ("harness", name, status, {"run": run, "op": op, "state": state, "resume": resume}, start, end)
+
+
+def parked(run, t=1.0, op="s"):
+    return [call("start", run, op, "parked", start=t - 0.5, end=t),
+            ("store", "checkpoint", OK, {"run": run, "step": 1, "values": PARKED_STATE, "created": t, "parked": True},
+             t, t)]
+
+
+def consume(run, op, value, at):
+    return ("ledger", "trace", OK, {"run": run, "step": 1, "node": "approve", "kind": "consume", "resume": value,
+                                    "op": op, "at": at}, at, at)
+
+
+def gated(run, op, at):
+    return ("ledger", "effect", OK, {"run": run, "task": "2:act", "effect": "charge", "op": op, "at": at}, at, at)
+
+
+def verdict(name, rows, meta=META) -> Verdict:
+    return CHECKERS[name].check(history("resume", rows, meta)).verdict
+
+
+# ------------------------------------------------------------------ consume once
+def test_one_consumption_and_a_refused_second_resume_hold():
+    rows = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
+                           gated("r1", "a", 2.6), call("resume", "r1", "b", "refused", "no", start=4, end=5)]
+    assert verdict(CO, rows) is Verdict.VALID
+
+
+@pytest.mark.parametrize("second", ["no", "yes"])
+def test_a_second_consumption_is_invalid_whatever_its_value(second):
+    """Bug class: a consume-once checker that accepts a second, different value (or the same value twice): two
+    consumptions of one interrupt are a violation."""
+    rows = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
+                           call("resume", "r1", "b", "done", second, start=4, end=5), consume("r1", "b", second, 4.5)]
+    res = CHECKERS[CO].check(history("resume", rows, META))
+    assert res.verdict is Verdict.INVALID and "consumed 2 resume values" in res.witnesses[0].explanation
+
+
+def test_a_second_value_silently_accepted_is_invalid():
+    """Bug class: a consume-once checker that accepts a second, different value: the second resume consumed
+    nothing but was answered 'done' instead of refused."""
+    rows = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
+                           call("resume", "r1", "b", "done", "no", start=4, end=5)]
+    res = CHECKERS[CO].check(history("resume", rows, META))
+    assert res.verdict is Verdict.INVALID and "instead of being refused" in res.witnesses[0].explanation
+
+
+def test_a_second_resume_that_fires_the_gated_effect_is_invalid():
+    """Bug class: a consume-once checker blind to a resume that consumed nothing yet fired the gated effect."""
+    rows = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
+                           gated("r1", "a", 2.6), call("resume", "r1", "b", "refused", "no", start=4, end=5),
+                           gated("r1", "b", 4.5)]
+    assert verdict(CO, rows) is Verdict.INVALID
+
+
+def test_consumptions_of_two_runs_are_two_interrupts():
+    """Bug class: consumptions counted over the whole history instead of per run (one each is correct), and a
+    consumption of another run taken as the earlier consumer of this one."""
+    rows = parked("r1") + parked("r2") + [
+        call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
+        call("resume", "r2", "b", "done", "no", start=4, end=5), consume("r2", "b", "no", 4.5)]
+    assert verdict(CO, rows) is Verdict.VALID
+
+
+def test_a_killed_second_resume_is_not_judged_as_answered():
+    """Bug class: an indeterminate resume (its process killed, no answer) judged as a completed one that was
+    'answered' instead of refused."""
+    rows = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
+                           call("resume", "r1", "b", None, "no", status=INDET, start=4, end=None)]
+    assert verdict(CO, rows) is Verdict.VALID
+
+
+# ------------------------------------------------------------------ liveness
+def test_liveness_is_per_run():
+    """Bug class: a liveness checker that credits a resume of another run: r1's only resume was refused while
+    r2's was served; r1 is still not live."""
+    rows = parked("r1") + parked("r2") + [
+        call("resume", "r1", "a", "refused", "yes", start=2, end=3),
+        call("resume", "r2", "b", "done", "yes", start=4, end=5), consume("r2", "b", "yes", 4.5)]
+    res = CHECKERS[LIVENESS].check(history("resume", rows, META))
+    assert res.verdict is Verdict.INVALID and "run r1" in res.witnesses[0].explanation
+    assert "2 parked runs resumed" in res.summary
+
+
+def test_liveness_holds_when_one_resume_of_the_run_was_served():
+    """Bug class: liveness demanding that every resume be served (refusing the second is the gate's job)."""
+    rows = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
+                           call("resume", "r1", "b", "refused", "no", start=4, end=5)]
+    assert verdict(LIVENESS, rows) is Verdict.VALID
+    killed = parked("r1") + [call("resume", "r1", "a", None, "yes", status=INDET, start=2)]
+    assert CHECKERS[LIVENESS].check(history("resume", killed, META)).summary.startswith("0 parked runs")
+
+
+# ------------------------------------------------------------------ nothing to judge by
+def test_no_graph_or_no_stores_is_unknown_never_valid():
+    """Bug class: unknown folded into valid: without the graph, or without any ledger or checkpoint entry, every
+    property is unknown."""
+    rows = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3)]
+    assert {r.verdict for r in check_all(history("resume", rows, {})).values()} == {Verdict.UNKNOWN}
+    calls_only = [r for r in rows if r[1] != "checkpoint"]
+    assert {r.verdict for r in check_all(history("resume", calls_only, META)).values()} == {Verdict.UNKNOWN}
+
+
+# ------------------------------------------------------------------ effects and prefix
+def test_effect_fired_twice_or_missing_from_a_done_run():
+    """Bug class: EO counting distinct keys (a second firing passes) or never checking a done run's missing effect."""
+    done = {"input": "i", "approval": "yes", "steps": 4, "log": []}
+    base = parked("r1") + [("store", "checkpoint", OK, {"run": "r1", "step": 4, "values": done, "created": 3.0,
+                                                        "parked": False}, 3, 3)]
+    fired = [("ledger", "effect", OK, {"run": "r1", "task": t, "effect": k, "op": "s", "at": 1.0}, 1, 1)
+             for t, k in DEFAULT_GRAPH.effect_keys()]
+    assert verdict(EO, base + fired) is Verdict.VALID
+    assert verdict(EO, base + fired + fired[1:2]) is Verdict.INVALID
+    assert verdict(EO, base + fired[:-1]) is Verdict.INVALID
+
+
+def test_prefix_consistency_flags_a_node_run_below_the_frontier():
+    """Bug class: PC comparing with the wrong frontier (a re-run of a node the run had already checkpointed
+    passes) or flagging the first node after the frontier."""
+    rows = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3),
+                           ("ledger", "trace", OK, {"run": "r1", "step": 0, "node": "prepare", "kind": "node",
+                                                    "op": "a", "at": 2.1}, 2.1, 2.1)]
+    assert verdict(PC, rows) is Verdict.INVALID
+    rows[-1] = ("ledger", "trace", OK, {"run": "r1", "step": 1, "node": "approve", "kind": "node", "op": "a",
+                                        "at": 2.1}, 2.1, 2.1)
+    assert verdict(PC, rows) is Verdict.VALID
