@@ -27,6 +27,8 @@ from scenarios.agent.loader import AgentCase, parse_scenario  # noqa: E402
 from vocabulary import Verdict  # noqa: E402
 from vocabulary.agent import CHANGE_CLASSES, SAFE, STOCK  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("test_agent_layers")  # one worker: its module-scoped fixture runs once
+
 SCENARIO = Path(__file__).parents[1] / "scenarios" / "agent" / "refund_agent.toml"
 
 

@@ -20,6 +20,8 @@ from runners.cli import main
 from vocabulary import history_from_jsonl, history_to_jsonl
 from vocabulary.schema import readme_block
 
+pytestmark = pytest.mark.xdist_group("test_check")  # one worker: its module-scoped fixture runs once
+
 
 @pytest.fixture(scope="module")
 def race_history(tmp_path_factory) -> Path:

@@ -29,6 +29,8 @@ from scenarios.revalidation.workload import load_workloads
 from vocabulary.revalidation import (MUTATION_CLASSES, AgentTransaction, Outcome, Premise, Validation, dominant,
                                      reverse_index)
 
+pytestmark = pytest.mark.xdist_group("test_mechanisms")  # one worker: its module-scoped fixture runs once
+
 REFUND = load_workloads()["refund"]
 #: the shipped workloads and the users' test workloads (tests/data), which must need no code change
 WORKLOADS = load_workloads((Path(__file__).parent / "data",))

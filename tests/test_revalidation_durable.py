@@ -21,6 +21,8 @@ from runners.revalidation.sqlite_store import SqliteStore
 from scenarios.revalidation.workload import load_workloads
 from vocabulary.revalidation import MUTATION_CLASSES
 
+pytestmark = pytest.mark.xdist_group("test_revalidation_durable")  # one worker: its module-scoped fixture runs once
+
 STATE = {"order.amount": 80, "order.refunded": False, "policy.refund_limit": 100}
 
 
@@ -131,9 +133,13 @@ def test_an_execution_crosses_processes_and_leaves_nothing_behind():
 
 
 # ------------------------------------------------------------ the cells
+#: executions per cell and mechanism: the smallest size at which every cell runs each mechanism more than once
+REPS = 2
+
+
 @pytest.fixture(scope="module")
 def records() -> pd.DataFrame:
-    experiment, options = RevalidationDurable(), Options(extra={"repetitions": 3})
+    experiment, options = RevalidationDurable(), Options(extra={"repetitions": REPS})
     frames = []
     for cell in experiment.cells("quick", 7, options):
         frame = pd.DataFrame(experiment.run_cell(cell, options).records)
@@ -162,7 +168,7 @@ def test_atr_evaluates_fewer_premises_than_fullscan_in_every_cell_with_the_same_
     assert len(per_cell) == 10
     assert (per_cell["ATR"] < per_cell["FullScan"]).all(), per_cell
     same, paired = analysis.same_outcomes(records, "ATR", "FullScan")
-    assert same == paired == 10 * 3
+    assert same == paired == 10 * REPS
 
 
 def test_nocheck_releases_every_invalid_effect(records):

@@ -30,6 +30,8 @@ from runners.revalidation.race_actor import RaceDomain
 from runners.revalidation.race_store import SCHEMA_PREFIX, drop_orphans, open_store, schema_name
 from vocabulary import INDETERMINATE, History, Verdict, history_from_jsonl, history_to_jsonl
 
+pytestmark = pytest.mark.xdist_group("test_revalidation_races")  # one worker: its module-scoped fixture runs once
+
 
 def effects(x) -> int:
     return x.audit["refunds"]

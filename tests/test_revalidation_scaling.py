@@ -24,6 +24,8 @@ from runners.revalidation.scaling import (FLOOR, UNRELATED, Floor, fresh_copy,
                                                      scaled_transaction, work)
 from scenarios.revalidation.workload import load_workloads
 
+pytestmark = pytest.mark.xdist_group("test_revalidation_scaling")  # one worker: its module-scoped fixture runs once
+
 
 @pytest.fixture(scope="module")
 def refund():
