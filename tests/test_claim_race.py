@@ -12,6 +12,7 @@ The second test runs the lab's own k-racer cell (real processes) on SQLite as it
 """
 from __future__ import annotations
 
+import multiprocessing
 import secrets
 import threading
 
@@ -23,41 +24,47 @@ from vocabulary.resume import Backend
 WRITES = ("insert", "update", "replace", "begin", "delete")
 
 
-def race_claims(backend: Backend, racers: int = 2) -> list[bool]:
-    """Each racer claims (run r1, step 1) on its own connection; all are held before their first write."""
+def _racer(i: int, backend: Backend, barrier, answers) -> None:
+    """One claimant in its own process (its own connection: a process shares one PostgreSQL connection between
+    its stores, so threads of one process would not race), held before its first write statement."""
+    tables = CheckpointTables(backend)
+    tables.sql.restore()
+    plain, held = tables.sql.execute, []
+
+    def execute(sql, params=()):
+        if not held and sql.lstrip().lower().startswith(WRITES):
+            held.append(sql)
+            try:
+                barrier.wait()
+            except threading.BrokenBarrierError:
+                pass  # the other racer is blocked behind a serialising transaction: go on alone
+        return plain(sql, params)
+
+    tables.sql.execute = execute
+    try:
+        answers.put((i, tables.claim("r1", 1, f"value-{i}")))
+    except Exception as exc:  # noqa: BLE001 - a claim that raises under the race is reported as such
+        answers.put((i, f"{type(exc).__name__}: {exc}"))
+    finally:
+        tables.sql.close()
+
+
+def race_claims(backend: Backend, racers: int = 2) -> list:
+    """Each racer claims (run r1, step 1) in its own process; all are held before their first write."""
     setup = CheckpointTables(backend)
     setup.setup()
     setup.sql.close()
-    barrier = threading.Barrier(racers, timeout=2.0)
+    ctx = multiprocessing.get_context("fork")
+    barrier, answers = ctx.Barrier(racers, timeout=2.0), ctx.Queue()
+    procs = [ctx.Process(target=_racer, args=(i, backend, barrier, answers)) for i in range(racers)]
+    for p in procs:
+        p.start()
     results: list = [None] * racers
-
-    def racer(i: int) -> None:
-        tables = CheckpointTables(backend)
-        tables.sql.restore()
-        plain, held = tables.sql.execute, []
-
-        def execute(sql, params=()):
-            if not held and sql.lstrip().lower().startswith(WRITES):
-                held.append(sql)
-                try:
-                    barrier.wait()
-                except threading.BrokenBarrierError:
-                    pass  # the other racer is blocked behind a serialising transaction: go on alone
-            return plain(sql, params)
-
-        tables.sql.execute = execute
-        try:
-            results[i] = tables.claim("r1", 1, f"value-{i}")
-        except Exception as exc:  # noqa: BLE001 - a claim that raises under the race is reported as such
-            results[i] = exc
-        finally:
-            tables.sql.close()
-
-    threads = [threading.Thread(target=racer, args=(i,)) for i in range(racers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    for _ in procs:
+        i, result = answers.get(timeout=60)
+        results[i] = result
+    for p in procs:
+        p.join(10)
     return results
 
 

@@ -189,16 +189,16 @@ def test_table_and_report(records):
     tab = analysis.table(records)
     assert {"cell", "mechanism", "executions", "oracle_agreement", "premises_per_change"} <= set(tab.columns)
     total = analysis.totals(tab)
-    assert total.loc["ATR", "executions"] == 30 and total.loc["ATR", "oracle_agreement"] == 1
+    assert total.loc["ATR", "executions"] == 10 * REPS and total.loc["ATR", "oracle_agreement"] == 1
     per_workload = tab[(tab["workload"] != "all") & (tab["mutation_class"] == "all")].set_index(["workload", "mechanism"])
-    assert per_workload.loc[("refund", "ATR"), "executions"] == 15 and per_workload.loc[("refund", "ATR"), "cell"] == "refund/all"
+    assert per_workload.loc[("refund", "ATR"), "executions"] == 5 * REPS and per_workload.loc[("refund", "ATR"), "cell"] == "refund/all"
     section = analysis.report(tab, records)
     rows = {r["metric"]: r for r in section.rows}
     assert rows["ATR: premises per resumed change"]["paper"] == "0.6"
     assert rows["FullScan: premises per resumed change"]["paper"] == "6"
-    assert rows["ATR: executions agreeing with the oracle, all cells"]["ours"].startswith("30 of 30")
+    assert rows["ATR: executions agreeing with the oracle, all cells"]["ours"].startswith(f"{10 * REPS} of {10 * REPS}")
     least = next(r for m, r in rows.items() if m.startswith("ATR: executions agreeing with the oracle, least"))
-    assert least["ours"].startswith("3 of 3") and least["paper"].startswith("100 of 100")
+    assert least["ours"].startswith(f"{REPS} of {REPS}") and least["paper"].startswith("100 of 100")
     assert "The 10 cells are the lab's choice" in section.notes and "2 workloads (**refund**, **procurement**)" in section.notes
 
 
