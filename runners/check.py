@@ -130,6 +130,40 @@ class Chunk:
     error: tuple[int, str] | None = None  # (local line, message without the line)
 
 
+class Groups:
+    """Union-find over partition keys: operations that share a key (transitively) are one partition."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+        self.parent: list[int] = []
+
+    def find(self, i: int) -> int:
+        parent = self.parent
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def roots(self) -> list[int]:
+        """Each key id's partition root."""
+        return [self.find(i) for i in range(len(self.parent))]
+
+    def join(self, keys) -> int:
+        """Put every key in one partition (new keys get their own first); returns its root."""
+        root = -1
+        for key in keys:
+            i = self.ids.get(key)
+            if i is None:
+                i = self.ids[key] = len(self.parent)
+                self.parent.append(i)
+            r = self.find(i)
+            if root < 0:
+                root = r
+            elif r != root:
+                self.parent[r] = root
+        return root
+
+
 def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool, max_bytes: int) -> Chunk:
     """Validate the lines of ``path`` in the byte range [start, stop) (both at line starts)."""
     from analysis.checkers import schemas
@@ -140,14 +174,7 @@ def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool, ma
     validator = Validator(schema, others, allow_unknown)
     check, partition_keys, keyed = validator.check, validator.partition_keys, bool(schema.partition)
     single = schema.partition[0] if len(schema.partition) == 1 else None
-    part, ids, parent = out.part, {}, []
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    part, groups = out.part, Groups()
     n = 0
     with open_regular(path, max_bytes) as f, paused_gc():
         f.seek(start)
@@ -173,18 +200,7 @@ def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool, ma
                 if not keys:
                     part.append(NONE)
                 else:
-                    root = -1
-                    for key in keys:
-                        i = ids.get(key)
-                        if i is None:
-                            i = ids[key] = len(parent)
-                            parent.append(i)
-                        r = find(i)
-                        if root < 0:
-                            root = r
-                        elif r != root:
-                            parent[r] = root
-                    part.append(root)
+                    part.append(groups.join(keys))
                 if pos >= stop:
                     break
         except HistoryError as exc:
@@ -192,8 +208,8 @@ def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool, ma
             out.error = (int(local.split()[1]), message)
             return out
     out.lines, out.last_index, out.unknown = n, (validator.previous if out.first else None), validator.unknown
-    roots = [find(i) for i in range(len(parent))]
-    for key, i in ids.items():
+    roots = groups.roots()
+    for key, i in groups.ids.items():
         out.keys.setdefault(roots[i], []).append(key)
     for k, p in enumerate(part):
         if p != NONE:
@@ -260,15 +276,7 @@ def validate(path: Path, schemas: dict[str, HistorySchema], allow_unknown: bool,
     spans = ranges(path, body, size, max(1, jobs) * 4 if pool else 1) if size > body else []
     chunks = (pool.map(scan, *zip(*[(path, a, b, *args) for a, b in spans])) if pool and spans
               else (scan(path, a, b, *args) for a, b in spans))
-    ids: dict[tuple, int] = {}
-    parent: list[int] = []
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    groups = Groups()
     line, previous = header_line, None
     locals_: list[tuple[Chunk, dict[int, int]]] = []
     for chunk in chunks:
@@ -283,22 +291,11 @@ def validate(path: Path, schemas: dict[str, HistorySchema], allow_unknown: bool,
         line += chunk.lines
         to_global = {}
         for local, keys in chunk.keys.items():
-            root = -1
-            for key in keys:
-                i = ids.get(key)
-                if i is None:
-                    i = ids[key] = len(parent)
-                    parent.append(i)
-                r = find(i)
-                if root < 0:
-                    root = r
-                elif r != root:
-                    parent[r] = root
-            to_global[local] = root
+            to_global[local] = groups.join(keys)
         for name, count in chunk.unknown.items():
             plan.unknown[name] = plan.unknown.get(name, 0) + count
         locals_.append((chunk, to_global))
-    roots = [find(i) for i in range(len(parent))]
+    roots = groups.roots()
     part, last = plan.part, plan.last
     for chunk, to_global in locals_:
         offset = len(part)

@@ -155,6 +155,13 @@ class Experiment:
         """Extra (name, description) lines for `driftlab list` under this experiment (e.g. its schedules)."""
         return []
 
+    @staticmethod
+    def side_by_side(table, rows: str, mechanisms: str, value: str = "verdict"):
+        """A long table as a matrix with the mechanisms side by side (rows and columns in the table's order)."""
+        wide = table.pivot(index=rows, columns=mechanisms, values=value)
+        wide = wide.reindex(index=list(dict.fromkeys(table[rows])), columns=list(dict.fromkeys(table[mechanisms])))
+        return wide.reset_index().rename_axis(None, axis=1)
+
     def compare_table(self, table):
         """The part of the first artifact's table that `driftlab compare` prints (default: all of it)."""
         return table

@@ -183,18 +183,27 @@ def test_guard_overhead(benchmark, point, stores):
     benchmark.group = f"{backend}-{op}"
     benchmark.extra_info.update({"saver": stack, "backend": backend, "operation": op, "repetition": rep})
 
+    time_operation(benchmark, op, step_app, park_app, ROUNDS,
+                   # a premise field changes while parked
+                   while_parked=lambda cfg: SOURCE.write("order.note", cfg["configurable"]["thread_id"]))
+
+
+def time_operation(benchmark, op: str, step_app, park_app, rounds: int, while_parked=None):
+    """Time one checkpointed step (``op == "step"``) or one resume of a freshly parked run (``"resume"``), each
+    round on a new thread; returns the last resume's output (shared with ``bench_remit_overhead.py``)."""
     def fresh():
         return {"configurable": {"thread_id": uuid.uuid4().hex}}
 
     if op == "step":
-        benchmark.pedantic(lambda cfg: step_app.invoke({"n": 0, "v": ""}, cfg, durability="sync"),
-                           setup=lambda: ((fresh(),), {}), rounds=ROUNDS, warmup_rounds=3)
-    else:
-        def parked():
-            cfg = fresh()
-            park_app.invoke({"n": 0, "v": ""}, cfg, durability="sync")
-            SOURCE.write("order.note", cfg["configurable"]["thread_id"])  # a premise field changes while parked
-            return (cfg,), {}
+        return benchmark.pedantic(lambda cfg: step_app.invoke({"n": 0, "v": ""}, cfg, durability="sync"),
+                                  setup=lambda: ((fresh(),), {}), rounds=rounds, warmup_rounds=3)
 
-        benchmark.pedantic(lambda cfg: park_app.invoke(Command(resume="yes"), cfg, durability="sync"),
-                           setup=parked, rounds=ROUNDS, warmup_rounds=3)
+    def parked():
+        cfg = fresh()
+        park_app.invoke({"n": 0, "v": ""}, cfg, durability="sync")
+        if while_parked is not None:
+            while_parked(cfg)
+        return (cfg,), {}
+
+    return benchmark.pedantic(lambda cfg: park_app.invoke(Command(resume="yes"), cfg, durability="sync"),
+                              setup=parked, rounds=rounds, warmup_rounds=3)

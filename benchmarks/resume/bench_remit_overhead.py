@@ -25,7 +25,6 @@ import itertools
 import os
 import sqlite3
 import tempfile
-import uuid
 from typing import TypedDict
 
 import pytest
@@ -36,9 +35,10 @@ from driftguard import GuardedPostgresSaver, GuardedSqliteSaver  # noqa: E402
 from langgraph.checkpoint.postgres import PostgresSaver  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
-from langgraph.types import Command, interrupt  # noqa: E402
+from langgraph.types import interrupt  # noqa: E402
 
 from mechanisms.resume.langgraph_remit import schema_validator  # noqa: E402
+from benchmarks.resume.bench_langgraph_guard import time_operation  # noqa: E402
 from runners.backends import create_schema, drop_schema  # noqa: E402
 
 KINDS = ("stock", "guard", "remit")
@@ -127,19 +127,7 @@ def test_overhead(benchmark, point, stores):
     benchmark.group = f"{backend}-{op}"
     benchmark.extra_info.update({"saver": kind, "backend": backend, "operation": op, "repetition": rep})
 
-    def fresh():
-        return {"configurable": {"thread_id": uuid.uuid4().hex}}
-
+    out = time_operation(benchmark, op, step_app, park_app, ROUNDS)
     if op == "step":
-        benchmark.pedantic(lambda cfg: step_app.invoke({"n": 0, "v": ""}, cfg, durability="sync"),
-                           setup=lambda: ((fresh(),), {}), rounds=ROUNDS, warmup_rounds=3)
         return
-
-    def parked():
-        cfg = fresh()
-        park_app.invoke({"n": 0, "v": ""}, cfg, durability="sync")
-        return (cfg,), {}
-
-    out = benchmark.pedantic(lambda cfg: park_app.invoke(Command(resume="yes"), cfg, durability="sync"),
-                             setup=parked, rounds=ROUNDS, warmup_rounds=3)
     assert out["v"] == "yes"  # the resume was served (a refused one would time an error path)

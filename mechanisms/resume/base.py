@@ -155,6 +155,11 @@ class DurableRuntime:
     #: else a call raises, a return that is not a Status, an exit or a hang is the runtime's error: the run
     #: stops and names it (runners/plugins.py), it is never recorded as an outcome
     refusals: ClassVar[tuple[type[BaseException], ...]] = ()
+    #: True for a third-party framework under test (served from its own environment): an error its own API
+    #: raises during a call is that framework's behaviour, recorded as a failed call with the error as its note
+    #: (e.g. LangGraph raising ValidationError on every call of a thread that persisted an invalid state); for
+    #: the lab's runtimes and users' plug-ins (False) any error outside ``refusals`` stops the run
+    errors_are_outcomes: ClassVar[bool] = False
 
     def __init__(self, backend: Backend, graph: GraphSpec, hooks: Hooks | None = None):
         self.backend = backend

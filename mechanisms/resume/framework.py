@@ -43,6 +43,7 @@ class FrameworkRuntime(DurableRuntime):
 
     declared: ClassVar[Declared]
     not_applicable: ClassVar[dict[str, str]] = {}
+    errors_are_outcomes = True  # the framework's own exceptions are what is measured (DurableRuntime)
 
     def request(self, call: str, args: dict, label: str = "", crash: tuple[str, str] | None = None,
                 timeout: float = 60) -> dict:

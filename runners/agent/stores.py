@@ -135,10 +135,19 @@ class Ledger:
                  (run, kind, workflow, identity, version, child, op, time.time()))
 
     def rows(self, table: str) -> list[dict]:
-        cols = {"effects": "run, task, effect, payload, op, pid, at", "trace": "run, step, node, kind, resume, op, pid, at",
-                "events": "run, kind, workflow, identity, version, child, op, at"}[table]
-        names = [c.strip() for c in cols.split(",")]
-        return [dict(zip(names, r)) for r in self.sql(f"SELECT {cols} FROM {table} ORDER BY at").fetchall()]
+        columns, statement = _ROWS[table]
+        return [dict(zip(columns, r)) for r in self.sql(statement).fetchall()]
+
+
+#: table -> (its columns, the statement that reads them in time order); fixed text, nothing composed
+_ROWS = {
+    "effects": (("run", "task", "effect", "payload", "op", "pid", "at"),
+                "SELECT run, task, effect, payload, op, pid, at FROM effects ORDER BY at"),
+    "trace": (("run", "step", "node", "kind", "resume", "op", "pid", "at"),
+              "SELECT run, step, node, kind, resume, op, pid, at FROM trace ORDER BY at"),
+    "events": (("run", "kind", "workflow", "identity", "version", "child", "op", "at"),
+               "SELECT run, kind, workflow, identity, version, child, op, at FROM events ORDER BY at"),
+}
 
 
 @contextmanager

@@ -49,9 +49,7 @@ class IsolationLevels(Experiment):
 
     def compare_table(self, table):
         """`driftlab compare` prints the matrix with the profiles side by side: anomaly x profile, verdicts."""
-        wide = table.pivot(index="anomaly", columns="profile", values="verdict")
-        wide = wide.reindex(index=list(dict.fromkeys(table["anomaly"])), columns=list(dict.fromkeys(table["profile"])))
-        return wide.reset_index().rename_axis(None, axis=1)
+        return self.side_by_side(table, "anomaly", "profile")
 
     def profiles(self, options: Options) -> tuple[str, ...]:
         return tuple(options.mechanisms_for("isolation") or DEFAULT_PROFILES)

@@ -37,7 +37,6 @@ from typing import Any
 from mechanisms import resolve
 from faults.resume.sigkill import KillAtPoint
 from mechanisms.resume.base import Crash, Hooks
-from mechanisms.resume.frameworks import declared
 from runners.plugins import PluginFailed, StoreFault
 from runners.processes import Barrier, die_with_parent, fork_start, kill, read_line
 from runners.resume import envs  # noqa: F401 - connects the framework runtimes (issue 14) to their envs' servers
@@ -118,10 +117,8 @@ class ForkedExecutor:
             return CallResult(outcome(result), result, start, time.time(), pid, False)
         if "store" in reply:
             raise StoreFault(f"{reply['store']} (call {label})")
-        if "error" in reply and "plugin" not in reply and self.runtime in declared():
-            # a framework under test raised from its own API (e.g. LangGraph's ValidationError on every call of a
-            # thread that persisted an invalid state): the framework's behaviour, recorded as a failed call with
-            # the error as its note (the adapter contract forbids catching it; mechanisms/resume/frameworks)
+        if "error" in reply and getattr(resolve(self.runtime, "resume"), "errors_are_outcomes", False):
+            # a framework under test raised from its own API: its behaviour, a failed call (DurableRuntime)
             return CallResult("fail", None, start, time.time(), pid, False, reply["error"])
         # the runtime's own code failed: never an outcome of the call (runners.plugins)
         raise PluginFailed(self.runtime, f"{reply.get('plugin') or reply.get('error')} (call {label}, pid {pid})")

@@ -23,9 +23,7 @@ class ResumeProfile(FaultCells):
 
     def compare_table(self, table):
         """`driftlab compare` prints the profile with the runtimes side by side: property x runtime, verdicts."""
-        wide = table.pivot(index="property", columns="runtime", values="verdict")
-        wide = wide.reindex(index=list(dict.fromkeys(table["property"])), columns=list(dict.fromkeys(table["runtime"])))
-        return wide.reset_index().rename_axis(None, axis=1)
+        return self.side_by_side(table, "property", "runtime")
 
     def repetitions(self, profile: str, options: Options) -> int:
         return options.extra.get("repetitions") or REPETITIONS[profile]

@@ -133,9 +133,15 @@ class WaitForEventWorkflow(_Tail):
 
 VARIANTS = {"step-boundary": BoundaryWorkflow, "wait-for-event": WaitForEventWorkflow}
 
-_DDL = """CREATE TABLE IF NOT EXISTS llama_snapshots (
-    seq {serial}, run_id TEXT NOT NULL, label TEXT NOT NULL, step INTEGER NOT NULL, values_json TEXT NOT NULL,
-    ctx_json TEXT NOT NULL, created DOUBLE PRECISION NOT NULL)"""
+#: the snapshot table, per backend (only the key column's type differs)
+_DDL = {
+    "sqlite": """CREATE TABLE IF NOT EXISTS llama_snapshots (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, label TEXT NOT NULL, step INTEGER NOT NULL,
+    values_json TEXT NOT NULL, ctx_json TEXT NOT NULL, created DOUBLE PRECISION NOT NULL)""",
+    "postgres": """CREATE TABLE IF NOT EXISTS llama_snapshots (
+    seq BIGSERIAL PRIMARY KEY, run_id TEXT NOT NULL, label TEXT NOT NULL, step INTEGER NOT NULL,
+    values_json TEXT NOT NULL, ctx_json TEXT NOT NULL, created DOUBLE PRECISION NOT NULL)""",
+}
 
 
 class LlamaIndexAdapter(Adapter):
@@ -153,20 +159,21 @@ class LlamaIndexAdapter(Adapter):
             path = Path(backend["location"]) / f"{self.ns}llama.sqlite"
             self.db = sqlite3.connect(str(path), isolation_level=None, timeout=30, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode = WAL")
-            self.mark, self.serial = "?", "INTEGER PRIMARY KEY AUTOINCREMENT"
+            self.mark = "?"
         else:
             import psycopg
+            from psycopg import sql
 
             self.db = psycopg.connect(backend["location"], autocommit=True)
-            self.db.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.ns}"')
-            self.db.execute(f'SET search_path TO "{self.ns}"')
-            self.mark, self.serial = "%s", "BIGSERIAL PRIMARY KEY"
+            self.db.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.ns)))
+            self.db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.ns)))
+            self.mark = "%s"
 
     def _q(self, sql: str) -> str:
         return sql.replace("?", self.mark)
 
     def setup(self) -> None:
-        self.db.execute(_DDL.format(serial=self.serial))
+        self.db.execute(_DDL[self.backend["kind"]])
 
     # ------------------------------------------------------------------ snapshots (this adapter's store)
     def _save(self, label: str, step: int, values: dict, ctx: dict) -> None:
