@@ -7,7 +7,7 @@ operations), repeated with a new ``value.group`` and new times until it has
 ``DRIFTLAB_CHECK_OPERATIONS`` operations (default 1,000,000); one pair in
 a thousand commits twice, so the checkers have witnesses to find.  Each
 round runs ``driftlab check`` as its own process (``--jobs``
-``DRIFTLAB_CHECK_JOBS``, default 1), times it, takes the main process's
+``DRIFTLAB_CHECK_JOBS``; unset, check's default: a process per core), times it, takes the main process's
 peak RSS and CPU seconds from ``wait4``, and samples the proportional set
 size of its whole process tree (workers included) every 20 ms: both peaks
 go to ``extra_info`` beside the verdict's exit code.  (``wait4``'s CPU
@@ -36,7 +36,7 @@ import pytest
 from runners.processes import PYTHON, child_env
 
 OPERATIONS = int(os.environ.get("DRIFTLAB_CHECK_OPERATIONS", "1000000"))
-JOBS = int(os.environ.get("DRIFTLAB_CHECK_JOBS", "1"))
+JOBS = int(os.environ.get("DRIFTLAB_CHECK_JOBS", "0"))  # 0: check's own default (one process per core)
 ROUNDS = int(os.environ.get("DRIFTLAB_CHECK_ROUNDS", "3"))
 DOUBLE_EVERY = 1000  # one pair in this many commits twice (an invalid pair with a witness)
 
@@ -78,7 +78,7 @@ def write_history(path: Path, operations: int, seed: int = 20260901) -> Path:
 def run_check(path: Path, jobs: int) -> dict:
     """One ``driftlab check`` process: exit code, wall and CPU seconds, its peak RSS, and the peak proportional set
     size (PSS) of its whole process tree, sampled (PSS, because forked workers share their parent's pages)."""
-    command = [*PYTHON, "-m", "runners.cli", "check", str(path), "--jobs", str(jobs)]
+    command = [*PYTHON, "-m", "runners.cli", "check", str(path), *(["--jobs", str(jobs)] if jobs else [])]
     t0 = time.perf_counter()
     proc = subprocess.Popen(command, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak, done = [0], threading.Event()
@@ -115,7 +115,7 @@ def test_check_a_generated_race_history(benchmark, history):
     runs: list[dict] = []
     benchmark.pedantic(lambda: runs.append(run_check(history, JOBS)), rounds=ROUNDS, iterations=1)
     assert all(r["exit_code"] == 1 for r in runs), runs  # the planted double commits: invalid, never a crash
-    benchmark.extra_info.update(operations=OPERATIONS, jobs=JOBS, file_mb=history.stat().st_size / 2**20,
+    benchmark.extra_info.update(operations=OPERATIONS, jobs=JOBS or os.cpu_count(), file_mb=history.stat().st_size / 2**20,
                                 exit_code=runs[0]["exit_code"], cpu_s=[r["cpu_s"] for r in runs],
                                 peak_rss_mb=max(r["peak_rss_mb"] for r in runs),
                                 peak_tree_pss_mb=max(r["peak_tree_pss_mb"] for r in runs), machine_cores=os.cpu_count(),

@@ -1,32 +1,40 @@
-"""``driftlab check``: validate a history file, then judge it partition by partition, streaming.
+"""``driftlab check``: validate a history file and judge it partition by partition, streaming.
 
 A history may be anyone's (the lab's public interface), and large: a
-million operations.  So the file is read twice, as a stream, and never held
-whole:
+million operations.  So the file is read as a stream of **chunks** (byte
+ranges of about ``chunk_bytes``), in this process or in ``jobs`` worker
+processes, and never held whole.  Each chunk is parsed once:
 
-1. **validate** — the file must be a regular file (a FIFO, a device or a
+1. **validated** — the file must be a regular file (a FIFO, a device or a
    folder is refused before anything is read) under ``max_bytes``; every
-   line is parsed and checked against the family's declared format
-   (:mod:`vocabulary.schema`): a malformed history is one line naming the
-   line number and the field, exit 2, and no checker ever runs.  The pass
-   also ties each operation to its **partition** (Porcupine's
+   line is checked against the family's declared format
+   (:mod:`vocabulary.schema`).  A malformed history is one line naming the
+   first bad line and its field, exit 2, and never a verdict: whatever the
+   checkers found in other chunks is dropped.
+2. **partitioned** — each operation belongs to a **partition** (Porcupine's
    ``Partition``: the operations that share a value of the family's
    partition keys, e.g. one race pair's ``value.group``; for resume the
-   runs of one group), keeping only a small integer per operation and the
-   last operation of each partition.
-2. **judge** — the file is read again; a partition is handed to the checkers
-   as soon as its last operation has been read, so memory grows with the
-   partitions open at once (for the lab's histories, whose partitions are
-   contiguous, the largest one) and the batches in flight, not with the file.
-   Partitions are judged in batches, in this process or in ``jobs`` worker
-   processes; for a family whose checkers split by group themselves
-   (``HistorySchema.separable``) a batch is one history of several
-   partitions, otherwise each partition is a history of its own.
+   runs of one group; those that carry no key are one partition).
+3. **judged** — the partitions that lie inside the chunk (none of their
+   operations among its first or last ``EDGE``) are judged there and then;
+   the others travel to the main process as raw lines.  For a family whose
+   checkers split by group themselves (``HistorySchema.separable``) the
+   inner partitions are one history, otherwise each is a history of its own.
 
-Each checker's results over the batches are merged: the worst verdict,
-every witness, the summaries' counts added.  A history whose partitions
-are judged apart gets the verdicts the whole file gets
-(``tests/test_check.py`` holds it to that on the lab's own histories).
+The main process ties the chunks' partitions together by their keys.  The
+partitions that reached an edge are judged whole once every chunk is in.
+If an inner partition turns out to go on in another chunk (a history whose
+partitions interleave far apart), the chunks' verdicts are dropped and the
+file is read a second time, a partition handed to the checkers as soon as
+its last operation is read; memory then grows with the partitions open at
+once.  Either way memory grows with the largest partition and the chunks
+in flight, not with the file.
+
+Each checker's results are merged: the worst verdict, every witness in the
+order of the operations it names, the summaries' counts added.  A history
+judged in partitions gets the verdicts the whole file gets
+(``tests/test_check.py`` holds it to that on the lab's own histories and
+on interleaved ones).
 """
 from __future__ import annotations
 
@@ -36,9 +44,10 @@ import os
 import re
 import stat
 from array import array
-from collections import deque
-from contextlib import contextmanager
+from collections import Counter, deque
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -49,8 +58,10 @@ from vocabulary import CheckResult, History, HistoryError, Operation, Verdict, w
 from vocabulary.schema import HistorySchema, Validator, header, operation
 
 MAX_BYTES = 4 * 2**30  # a history file larger than this is refused (--max-bytes)
-BATCH = 20_000  # operations per batch handed to the checkers
-NONE = -1  # the partition of the operations that carry no partition key
+CHUNK_BYTES = 4 * 2**20  # a chunk: parsed, validated and its inner partitions judged at once (~17,000 race operations)
+EDGE = 64  # operations at each end of a chunk whose partitions may go on in a neighbour: judged once all are in
+BATCH = 20_000  # operations per batch handed to the checkers when the file is read a second time
+NO_KEY = (("", None),)  # the partition key of the operations that carry none (no declared key is "" or None)
 
 
 def open_regular(path: Path, max_bytes: int) -> BinaryIO:
@@ -104,30 +115,36 @@ def loads(raw: bytes, n: int) -> tuple[Any, bool]:
 
 @dataclass
 class Plan:
-    """What the validating pass learned: the header, the partition of every operation, each partition's last."""
+    """What the pass learned: the header, how many operations, each chunk's partitions tied to the whole file's."""
 
     family: str
     meta: dict
     body: int  # byte offset of the first line after the header
     header_line: int
-    seen: tuple  # the file's identity (device, inode, size, mtime): the second pass reads that file or refuses
+    seen: tuple  # the file's identity (device, inode, size, mtime): a second pass reads that file or refuses
     operations: int = 0
-    part: array = field(default_factory=lambda: array("q"))  # operation ordinal -> its partition
-    last: dict[int, int] = field(default_factory=dict)  # partition -> ordinal of its last operation
+    partitions: int = 0
+    passes: int = 1  # 2: an inner partition went on in another chunk, so the file was read again to judge
     unknown: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
 class Chunk:
-    """What one worker found in a byte range of the file (pass 1): local partitions, first and last index."""
+    """What one chunk of the file gave (a byte range, read in this process or a worker): its validation, its local
+    partitions, the verdicts on the partitions that lie inside it, and the raw lines of those at its edges."""
 
     lines: int = 0  # every line of the range, blank ones too
     first: tuple[int, int] | None = None  # (local line, index) of the range's first operation
     last_index: int | None = None
-    part: array = field(default_factory=lambda: array("q"))  # per operation: a local partition id (NONE: no key)
-    keys: dict[int, list] = field(default_factory=dict)  # local partition id -> the key values that make it
+    part: array = field(default_factory=lambda: array("q"))  # per operation: its local partition
+    keys: dict[int, list] = field(default_factory=dict)  # local partition -> the key values that make it
     unknown: dict[str, int] = field(default_factory=dict)
     error: tuple[int, str] | None = None  # (local line, message without the line)
+    failure: str | None = None  # a checker's own failure on an inner partition (said only if the file validates)
+    edges: dict[int, list[bytes]] = field(default_factory=dict)  # local partition at an edge -> its raw lines
+    results: list[list[CheckResult]] = field(default_factory=list)  # per checker, over the inner partitions
+    named: dict[int, dict] = field(default_factory=dict)  # the operations the inner witnesses name
+    to_global: dict[int, int] = field(default_factory=dict)  # local partition -> key id in the file's Groups
 
 
 class Groups:
@@ -164,19 +181,30 @@ class Groups:
         return root
 
 
-def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool, max_bytes: int) -> Chunk:
-    """Validate the lines of ``path`` in the byte range [start, stop) (both at line starts)."""
-    from analysis.checkers import schemas
+# ------------------------------------------------------------------ one chunk (in this process or a worker)
+_JOB: dict[str, Any] = {}
+
+
+def _setup(family: str, meta: dict, names: list[str], allow_unknown: bool, max_bytes: int, edge: int) -> None:
+    from analysis.checkers import checkers, schemas
 
     others = schemas()
-    schema = others[family]
+    known = checkers(family)
+    _JOB.update(family=family, meta=meta, checkers=[known[n] for n in names], separable=others[family].separable,
+                validator=lambda: Validator(others[family], others, allow_unknown), max_bytes=max_bytes, edge=edge)
+
+
+def scan(path: Path, start: int, stop: int) -> Chunk:
+    """Validate the lines of ``path`` in the byte range [start, stop) (both at line starts), tie each operation to
+    a local partition, and judge the partitions that do not reach the chunk's first or last ``edge`` operations."""
     out = Chunk()
-    validator = Validator(schema, others, allow_unknown)
-    check, partition_keys, keyed = validator.check, validator.partition_keys, bool(schema.partition)
-    single = schema.partition[0] if len(schema.partition) == 1 else None
-    part, groups = out.part, Groups()
+    validator = _JOB["validator"]()
+    check, partition_keys = validator.check, validator.partition_keys
+    partition = validator.partition
+    single = partition[0] if len(partition) == 1 else None
+    part, groups, raws, objs = out.part, Groups(), [], []
     n = 0
-    with open_regular(path, max_bytes) as f, paused_gc():
+    with open_regular(path, _JOB["max_bytes"]) as f, paused_gc():
         f.seek(start)
         pos = start
         try:
@@ -196,27 +224,73 @@ def scan(path: Path, start: int, stop: int, family: str, allow_unknown: bool, ma
                     keys = () if v is None else ((single, v),) if type(v) is str or type(v) is int else \
                         partition_keys(value, n)
                 else:
-                    keys = partition_keys(value, n) if keyed else ()
-                if not keys:
-                    part.append(NONE)
-                else:
-                    part.append(groups.join(keys))
+                    keys = partition_keys(value, n) if partition else ()
+                part.append(groups.join(keys or NO_KEY))
+                raws.append(raw)
+                objs.append(obj)
                 if pos >= stop:
                     break
         except HistoryError as exc:
             local, _, message = str(exc).partition(": ")
             out.error = (int(local.split()[1]), message)
             return out
-    out.lines, out.last_index, out.unknown = n, (validator.previous if out.first else None), validator.unknown
-    roots = groups.roots()
-    for key, i in groups.ids.items():
-        out.keys.setdefault(roots[i], []).append(key)
-    for k, p in enumerate(part):
-        if p != NONE:
-            part[k] = roots[p]
+        out.lines, out.last_index, out.unknown = n, (validator.previous if out.first else None), validator.unknown
+        roots = groups.roots()
+        for key, i in groups.ids.items():
+            out.keys.setdefault(roots[i], []).append(key)
+        inner: dict[int, list[Operation]] = {}
+        count, e = len(part), _JOB["edge"]
+        edge = {roots[part[k]] for k in (*range(min(e, count)), *range(max(e, count - e), count))}
+        out.edges = {p: [] for p in edge}
+        for k in range(count):
+            p = part[k] = roots[part[k]]
+            if p in edge:
+                out.edges[p].append(raws[k])
+            else:
+                inner.setdefault(p, []).append(operation(objs[k]))
+        raws.clear()
+        objs.clear()
+        out.results = [[] for _ in _JOB["checkers"]]
+        if inner:
+            try:
+                out.results, out.named = _judge_parsed(list(inner.values()))
+            except DriftlabError as exc:
+                out.failure = str(exc)
     return out
 
 
+def _judge(partitions: list[list[bytes]]) -> tuple[list[list[CheckResult]], dict[int, dict]]:
+    """Judge a batch of whole partitions given as raw lines: per checker its results, the operations witnesses name."""
+    with paused_gc():
+        return _judge_parsed([[operation(loads(raw, 0)[0]) for raw in p] for p in partitions])
+
+
+def _judge_parsed(parsed: list[list[Operation]]) -> tuple[list[list[CheckResult]], dict[int, dict]]:
+    family, meta, chosen = _JOB["family"], _JOB["meta"], _JOB["checkers"]
+    if _JOB["separable"] or not parsed:  # one history of every partition (an empty history has none)
+        histories = [History(family, tuple(chain.from_iterable(parsed)), meta)]
+    else:
+        histories = [History(family, tuple(p), meta) for p in parsed]
+    results = [[_run(c, h) for h in histories] for c in chosen]
+    named = {i for per in results for r in per for w in r.witnesses for i in w.steps}
+    ops = {op.index: _op_json(op) for op in chain.from_iterable(parsed) if op.index in named} if named else {}
+    return results, ops
+
+
+def _run(checker, history: History) -> CheckResult:
+    try:
+        return checker.check(history)
+    except Exception as exc:  # a checker's own bug is one line, never a traceback, never a verdict
+        raise DriftlabError(f"checker {checker.name} failed on a history it accepted: "
+                            f"{type(exc).__name__}: {exc}") from None
+
+
+def _op_json(op: Operation) -> dict:
+    return {"index": op.index, "actor": op.actor, "op": op.name, "status": op.status, "start": op.start,
+            "end": op.end, "value": op.value}
+
+
+# ------------------------------------------------------------------ the file (this process)
 def identity(f: BinaryIO) -> tuple[int, int, int, int]:
     """What tells a changed file from the one the first pass validated: device, inode, size, modification time."""
     st = os.fstat(f.fileno())
@@ -254,11 +328,9 @@ def ranges(path: Path, start: int, size: int, parts: int) -> list[tuple[int, int
     return list(zip(cuts, cuts[1:] + [size]))
 
 
-def validate(path: Path, schemas: dict[str, HistorySchema], allow_unknown: bool, max_bytes: int,
-             jobs: int = 1, pool=None) -> Plan:
-    """Pass 1: every line checked against the family's declaration, every operation tied to its partition."""
+def plan_for(path: Path, schemas: dict[str, HistorySchema], max_bytes: int) -> Plan:
+    """The header read and checked: its family declares a history format, its meta has the declared shape."""
     family, meta, header_line, body, seen = read_header(path, max_bytes)
-    size = seen[2]
     where = f"{path}: line {header_line}"
     if family not in schemas:
         from analysis.checkers import FAMILY_MODULES
@@ -271,14 +343,14 @@ def validate(path: Path, schemas: dict[str, HistorySchema], allow_unknown: bool,
         schemas[family].check_meta(meta)
     except HistoryError as exc:
         raise DriftlabError(f"{where}: {exc}") from None
-    plan = Plan(family, meta, body, header_line, seen)
-    args = (family, allow_unknown, max_bytes)
-    spans = ranges(path, body, size, max(1, jobs) * 4 if pool else 1) if size > body else []
-    chunks = (pool.map(scan, *zip(*[(path, a, b, *args) for a, b in spans])) if pool and spans
-              else (scan(path, a, b, *args) for a, b in spans))
+    return Plan(family, meta, body, header_line, seen)
+
+
+def settle(path: Path, plan: Plan, chunks: Iterator[Chunk]) -> tuple[list[Chunk], Groups]:
+    """The chunks in file order: the first bad line refused (indices increase across chunks too), each chunk's
+    local partitions tied to the file's partitions, the operations and undeclared names counted."""
     groups = Groups()
-    line, previous = header_line, None
-    locals_: list[tuple[Chunk, dict[int, int]]] = []
+    line, previous, done = plan.header_line, None, []
     for chunk in chunks:
         if chunk.first is not None:
             first_line, first_index = chunk.first
@@ -289,73 +361,43 @@ def validate(path: Path, schemas: dict[str, HistorySchema], allow_unknown: bool,
         if chunk.error:
             raise DriftlabError(f"{path}: line {line + chunk.error[0]}: {chunk.error[1]}")
         line += chunk.lines
-        to_global = {}
-        for local, keys in chunk.keys.items():
-            to_global[local] = groups.join(keys)
+        chunk.to_global = {local: groups.join(keys) for local, keys in chunk.keys.items()}
         for name, count in chunk.unknown.items():
             plan.unknown[name] = plan.unknown.get(name, 0) + count
-        locals_.append((chunk, to_global))
+        plan.operations += len(chunk.part)
+        done.append(chunk)
+    return done, groups
+
+
+def leftovers(chunks: list[Chunk], groups: Groups) -> list[list[bytes]] | None:
+    """The partitions a chunk could not judge alone, as raw lines in file order: each one that reaches a chunk's
+    edge, whole.  None if an inner partition of some chunk turns out to go on in another chunk (its verdicts
+    were judged on a part of it): then only a pass over the whole file judges right."""
     roots = groups.roots()
-    part, last = plan.part, plan.last
-    for chunk, to_global in locals_:
+    spread = Counter(roots[g] for c in chunks for g in c.to_global.values())
+    redo: dict[int, list[bytes]] = {}
+    for c in chunks:
+        for local, g in c.to_global.items():
+            root = roots[g]
+            if local in c.edges:
+                redo.setdefault(root, []).extend(c.edges[local])
+            elif spread[root] > 1:
+                return None
+    return list(redo.values())
+
+
+def whole_file_batches(path: Path, plan: Plan, chunks: list[Chunk], groups: Groups,
+                       batch: int) -> Iterator[list[list[bytes]]]:
+    """The whole file again, as whole partitions in the order they complete, grouped into batches of about
+    ``batch`` operations (the pass for histories whose partitions interleave across chunks)."""
+    roots = groups.roots()
+    part, last = array("q"), {}
+    for c in chunks:
         offset = len(part)
-        part.extend(chunk.part)
+        to_root = {local: roots[g] for local, g in c.to_global.items()}
+        part.extend(to_root[p] for p in c.part)
         for k in range(offset, len(part)):
-            p = part[k]
-            if p != NONE:
-                p = part[k] = roots[to_global[p]]
-            last[p] = k
-        chunk.part = array("q")
-    plan.operations = len(part)
-    return plan
-
-
-# ------------------------------------------------------------------ judging (in this process or a worker)
-_JOB: dict[str, Any] = {}
-
-
-def _setup(family: str, meta: dict, names: list[str], separable: bool) -> None:
-    from analysis.checkers import checkers
-
-    known = checkers(family)
-    _JOB.update(family=family, meta=meta, checkers=[known[n] for n in names], separable=separable)
-
-
-def _judge(partitions: list[list[bytes]]) -> tuple[list[list[CheckResult]], dict[int, dict]]:
-    """Judge a batch of whole partitions: per checker its results, and the operations its witnesses name."""
-    with paused_gc():
-        return _judge_batch(partitions)
-
-
-def _judge_batch(partitions: list[list[bytes]]) -> tuple[list[list[CheckResult]], dict[int, dict]]:
-    family, meta, chosen = _JOB["family"], _JOB["meta"], _JOB["checkers"]
-    parsed = [[operation(loads(raw, 0)[0]) for raw in p] for p in partitions]
-    if _JOB["separable"] or not parsed:  # one history of every partition (an empty history has none)
-        histories = [History(family, tuple(op for p in parsed for op in p), meta)]
-    else:
-        histories = [History(family, tuple(p), meta) for p in parsed]
-    results = [[_run(c, h) for h in histories] for c in chosen]
-    named = {i for per in results for r in per for w in r.witnesses for i in w.steps}
-    ops = {op.index: _op_json(op) for p in parsed for op in p if op.index in named}
-    return results, ops
-
-
-def _run(checker, history: History) -> CheckResult:
-    try:
-        return checker.check(history)
-    except Exception as exc:  # a checker's own bug is one line, never a traceback, never a verdict
-        raise DriftlabError(f"checker {checker.name} failed on a history it accepted: "
-                            f"{type(exc).__name__}: {exc}") from None
-
-
-def _op_json(op: Operation) -> dict:
-    return {"index": op.index, "actor": op.actor, "op": op.name, "status": op.status, "start": op.start,
-            "end": op.end, "value": op.value}
-
-
-def batches(path: Path, plan: Plan, batch: int) -> Iterator[list[list[bytes]]]:
-    """Pass 2: whole partitions, in the order they complete, grouped into batches of about ``batch`` operations."""
-    part, last = plan.part, plan.last
+            last[part[k]] = k
     open_: dict[int, list[bytes]] = {}
     ready: list[list[bytes]] = []
     size, k = 0, 0
@@ -388,12 +430,13 @@ def batches(path: Path, plan: Plan, batch: int) -> Iterator[list[list[bytes]]]:
 
 
 def merge(name: str, results: list[CheckResult]) -> CheckResult:
-    """One checker's results over partitions: the worst verdict, every witness, the summaries' counts added
-    (summaries of one shape, such as "N race pairs: A valid, B invalid, C unknown", are summed number by number)."""
+    """One checker's results over partitions: the worst verdict, every witness (in the order of the operations they
+    name), the summaries' counts added (summaries of one shape, such as "N race pairs: A valid, B invalid, C
+    unknown", are summed number by number)."""
     if len(results) == 1:  # named as the registry names it (the agent family's "resume/EO")
         return CheckResult(name, results[0].verdict, results[0].witnesses, results[0].summary)
     verdict = worst(r.verdict for r in results)
-    witnesses = tuple(w for r in results for w in r.witnesses)
+    witnesses = tuple(sorted((w for r in results for w in r.witnesses), key=lambda w: w.steps))
     shapes: dict[str, list[list[int]]] = {}
     for r in results:
         shapes.setdefault(re.sub(r"\d+", "#", r.summary), []).append([int(x) for x in re.findall(r"\d+", r.summary)])
@@ -429,7 +472,7 @@ class Outcome:
     def json(self) -> str:
         return json.dumps({
             "history": str(self.path), "family": self.plan.family, "operations": self.plan.operations,
-            "partitions": self.partitions, "verdict": self.verdict.value,
+            "partitions": self.partitions, "passes": self.plan.passes, "verdict": self.verdict.value,
             "checkers": [{"checker": r.checker, "verdict": r.verdict.value, "summary": r.summary,
                           "witnesses": [{"steps": list(w.steps), "explanation": w.explanation,
                                          "operations": [self.named[i] for i in w.steps if i in self.named]}
@@ -437,17 +480,13 @@ class Outcome:
         }, indent=2, default=str)
 
 
-def check(path: Path, names: list[str] | None = None, jobs: int = 1, allow_unknown: bool = False,
-          max_bytes: int = MAX_BYTES, batch: int = BATCH) -> Outcome:
-    """Validate ``path``, then judge it partition by partition with ``names`` (default: every checker of its family)."""
+def check(path: Path, names: list[str] | None = None, jobs: int | None = None, allow_unknown: bool = False,
+          max_bytes: int = MAX_BYTES, chunk_bytes: int = CHUNK_BYTES, edge: int = EDGE) -> Outcome:
+    """Validate ``path`` and judge it partition by partition with ``names`` (default: every checker of its family),
+    in ``jobs`` processes (default: one per core for a file of several chunks, else this process alone)."""
     from analysis.checkers import checkers, schemas
 
-    declared = schemas()
-    if jobs > 1:
-        with _pool(jobs) as pool:
-            plan = validate(path, declared, allow_unknown, max_bytes, jobs, pool)
-    else:
-        plan = validate(path, declared, allow_unknown, max_bytes)
+    plan = plan_for(path, schemas(), max_bytes)
     known = checkers(plan.family)
     if not known:
         raise DriftlabError(f"{path}: no checkers for family {plan.family!r}")
@@ -455,40 +494,60 @@ def check(path: Path, names: list[str] | None = None, jobs: int = 1, allow_unkno
     if unknown:
         raise DriftlabError(f"--checker {unknown[0]!r}: not a {plan.family} checker ({', '.join(known)})")
     chosen = list(names or known)
-    args = (plan.family, plan.meta, chosen, declared[plan.family].separable)
+    size = plan.seen[2]
+    spans = ranges(path, plan.body, size, -(-(size - plan.body) // chunk_bytes)) if size > plan.body else []
+    if jobs is None:
+        jobs = min(os.cpu_count() or 1, len(spans)) or 1
+    args = (plan.family, plan.meta, chosen, allow_unknown, max_bytes, edge)
     per_checker: list[list[CheckResult]] = [[] for _ in chosen]
     named: dict[int, dict] = {}
 
-    def collect(done: tuple[list[list[CheckResult]], dict[int, dict]]) -> None:
-        results, ops = done
+    def collect(results: list[list[CheckResult]], ops: dict[int, dict]) -> None:
         for mine, got in zip(per_checker, results):
             mine.extend(got)
         named.update(ops)
 
-    work = batches(path, plan, batch) if plan.operations else iter([[]])
-    if jobs <= 1:
-        _setup(*args)
-        for b in work:
-            collect(_judge(b))
-    else:
-        with _pool(jobs, _setup, args) as pool:
+    with _pool(jobs, args) if jobs > 1 else nullcontext() as pool:
+        if pool is None:
+            _setup(*args)
+            chunks, groups = settle(path, plan, (scan(path, a, b) for a, b in spans))
+        else:
+            chunks, groups = settle(path, plan, pool.map(scan, *zip(*[(path, a, b) for a, b in spans])))
+        failed = next((c.failure for c in chunks if c.failure), None)
+        if failed:
+            raise DriftlabError(failed)
+        rest = leftovers(chunks, groups)
+        plan.passes = 1 if rest is not None else 2
+        if rest is None:  # partitions interleave across chunks: judge the whole file again, partition by partition
+            work: Iterator[list[list[bytes]]] = whole_file_batches(path, plan, chunks, groups, BATCH)
+        else:
+            for c in chunks:
+                collect(c.results, c.named)
+            work = (rest[i:i + 64] for i in range(0, len(rest), 64))
+        if not chunks:
+            work = iter([[]])  # a history without operations: the checkers' verdict on an empty one
+        if pool is None:
+            for b in work:
+                collect(*_judge(b))
+        else:
             pending: deque = deque()
             for b in work:
                 pending.append(pool.submit(_judge, b))
                 if len(pending) >= 2 * jobs:
-                    collect(pending.popleft().result())
+                    collect(*pending.popleft().result())
             while pending:
-                collect(pending.popleft().result())
+                collect(*pending.popleft().result())
+    plan.partitions = len(set(groups.roots()) if chunks else ())
     results = [merge(name, rs) for name, rs in zip(chosen, per_checker)]
-    return Outcome(path, plan, worst(r.verdict for r in results), results, named, len(plan.last))
+    return Outcome(path, plan, worst(r.verdict for r in results), results, named, plan.partitions)
 
 
-def _pool(jobs: int, initializer=None, initargs=()):
+def _pool(jobs: int, args: tuple):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=initializer,
-                               initargs=initargs)
+    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_setup,
+                               initargs=args)
 
 
 if __name__ == "__main__":  # `python -m runners.check --readme`: regenerate the README's per-family history tables

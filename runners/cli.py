@@ -281,7 +281,8 @@ def parser() -> argparse.ArgumentParser:
     ck = sub.add_parser("check", help="run the checkers on a history file (exit 0 valid, 1 invalid, 2 unknown)")
     ck.add_argument("history", help="a history in driftlab's JSON Lines format (histories/<experiment>/<cell>.jsonl)")
     ck.add_argument("--checker", action="append", help="only this checker (repeatable; default: every checker of the family)")
-    ck.add_argument("--jobs", type=_positive, default=1, help="judge partitions in this many processes (default 1)")
+    ck.add_argument("--jobs", type=_positive, default=None,
+                    help="read and judge in this many processes (default: one per core for a file over 4 MiB)")
     ck.add_argument("--format", choices=("prose", "json"), default="prose", help="verdicts and witnesses as prose or JSON")
     ck.add_argument("--allow-unknown-ops", action="store_true",
                     help="accept operations the family does not declare (default: refuse the history)")

@@ -79,11 +79,6 @@ def whole_file_verdicts(path: Path) -> dict[str, str]:
     return {name: c.check(history).verdict.value for name, c in checkers(history.family).items()}
 
 
-def partitioned_verdicts(path: Path, **options) -> tuple[dict[str, str], int]:
-    outcome = check(path, **options)
-    return {r.checker: r.verdict.value for r in outcome.results}, outcome.partitions
-
-
 @pytest.fixture(scope="module")
 def isolation_histories(tmp_path_factory) -> list[Path]:
     out = tmp_path_factory.mktemp("iso") / "run"
@@ -118,23 +113,44 @@ def resume_history(tmp_path_factory) -> Path:
     return path
 
 
-def test_partitions_judged_apart_give_the_whole_files_verdicts(race_history, isolation_histories, resume_history, tmp_path):
+def interleaved(rows: list[dict]) -> list[dict]:
+    """The same operations with every partition cut in two far apart: each group's first half in the file's first
+    half, its second half after all of them (indices renumbered in the new order)."""
+    head, body = rows[0], rows[1:]
+    by_group: dict = {}
+    for r in body:
+        by_group.setdefault(r["value"].get("group"), []).append(r)
+    firsts = [r for ops in by_group.values() for r in ops[:len(ops) // 2]]
+    seconds = [r for ops in by_group.values() for r in ops[len(ops) // 2:]]
+    return [head, *({**r, "index": i} for i, r in enumerate(firsts + seconds))]
+
+
+def test_partitions_judged_apart_give_the_whole_files_verdicts(race_history, isolation_histories, resume_history,
+                                                                tmp_path):
     """Planted bugs: a partition key that splits what a checker must see together (a race pair, a workflow and the
-    children it spawned, a run and its ledger rows), a partition dropped or judged twice, a merge of per-partition
-    results that folds unknown or invalid into valid.  Judged one partition per batch, in one process and in two."""
+    children it spawned, a run and its ledger rows), a partition dropped or judged twice, a chunk that judges a
+    partition which goes on in another chunk (the interleaved history), a merge of per-partition results that folds
+    unknown or invalid into valid.  Judged in chunks of a few operations, with and without edges, in one process
+    and in two; the interleaved history must take the second pass (unless the chunk holds it whole), the lab's own the
+    single one unless chunks have no edges."""
     rows = lines(race_history)
     first_refused_commit(rows)["status"] = "ok"  # one invalid pair among valid ones
     planted = write(tmp_path / "double.jsonl", rows)
-    histories = [race_history, planted, *isolation_histories, resume_history]
-    seen = set()
+    mixed = write(tmp_path / "interleaved.jsonl", interleaved(rows))
+    histories = [race_history, planted, mixed, *isolation_histories, resume_history]
+    seen, passes = set(), {}
     for path in histories:
         whole = whole_file_verdicts(path)
-        for jobs in (1, 2):
-            parts, partitions = partitioned_verdicts(path, jobs=jobs, batch=1)
-            assert parts == whole, (path.name, jobs)
+        for jobs, chunk_bytes, edge in ((1, 600, 1), (2, 600, 1), (1, 8000, 2), (2, 3000, 0), (1, 10**9, 64)):
+            outcome = check(path, jobs=jobs, chunk_bytes=chunk_bytes, edge=edge)
+            assert {r.checker: r.verdict.value for r in outcome.results} == whole, (path.name, jobs, chunk_bytes, edge)
+            passes.setdefault((path.name, edge > 0), set()).add(outcome.plan.passes)
+            assert outcome.partitions > 1, f"{path.name} was not partitioned"
         seen |= set(whole.values())
-        assert partitions > 1, f"{path.name} was not partitioned"
     assert {"valid", "invalid"} <= seen, "the histories cover both verdicts"
+    assert passes["interleaved.jsonl", True] == {1, 2}, "a partition going on in a far chunk takes a second pass"
+    assert passes[race_history.name, True] == passes["double.jsonl", True] == {1}, "contiguous pairs: one pass"
+    assert passes[race_history.name, False] == {2}, "without edges, a pair cut by a chunk's end takes a second pass"
 
 
 def test_the_labs_own_histories_pass_the_validator(race_history, isolation_histories, resume_history):

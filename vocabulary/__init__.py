@@ -96,11 +96,18 @@ class History:
     meta: dict[str, Any] = field(default_factory=dict)  # cell, seed, runtime, declared model...
 
     def groups(self, key: str = "group") -> dict[Any, list[Operation]]:
-        """Operations split by ``value[key]`` (e.g. one race pair, one run), in history order."""
-        out: dict[Any, list[Operation]] = {}
-        for op in self.operations:
-            out.setdefault(op.value.get(key), []).append(op)
-        return out
+        """Operations split by ``value[key]`` (e.g. one race pair, one run), in history order.
+
+        Split once per key and shared by every checker that asks (a history of a million operations is split
+        once, not once per checker): read it, never change it.
+        """
+        cache = self.__dict__.setdefault("_groups", {})
+        if key not in cache:
+            out: dict[Any, list[Operation]] = {}
+            for op in self.operations:
+                out.setdefault(op.value.get(key), []).append(op)
+            cache[key] = out
+        return cache[key]
 
 
 class HistoryError(ValueError):
