@@ -186,8 +186,9 @@ class Experiment:
         """Raise DriftlabError for bad options before anything is written."""
 
 
-#: the cell parameters that name the mechanism a cell runs (families name it differently)
-MECHANISM_PARAMS = ("mechanism", "runtime", "profile")
+#: the cell parameters that name the mechanism a cell runs (families name it differently; a scaling cell times
+#: several mechanisms, named as a list)
+MECHANISM_PARAMS = ("mechanism", "runtime", "profile", "mechanisms")
 
 
 def mechanism_of(cell: Cell) -> str | None:

@@ -133,12 +133,16 @@ def failing_plugin(family: str, failure: str):
     return lambda t: plugin(t, source, name)
 
 
+SCALING = ["reproduce", "--only", "revalidation_scaling", "--jobs", "1"]  # a revalidation plug-in timed in a child
+
+
 def plugin_rows() -> list[tuple]:
     rows = []
-    for family, (_, _, _, argv) in PROTOCOLS.items():
+    for label, (family, argv) in [*((f, (f, p[3])) for f, p in PROTOCOLS.items()),
+                                  ("revalidation-scaling", ("revalidation", SCALING))]:
         for failure, (_, says) in FAILURES.items():
             name = f"{family}_{failure.replace('-', '_')}"
-            rows.append((f"plugin-{family}-{failure}", failing_plugin(family, failure),
+            rows.append((f"plugin-{label}-{failure}", failing_plugin(family, failure),
                          [*argv, "--mechanisms", f"{name}:Bad", "--out", "{run}",
                           *(["--cell-timeout", "2"] if failure == "hangs" else [])],
                          (f"mechanism {name}:Bad", says), {"writes": "run"}))

@@ -42,6 +42,7 @@ from typing import Any
 from mechanisms import resolve
 from runners.revalidation.agent import decide
 from runners.benchmark import run_benchmark
+from runners.plugins import call_plugin
 from runners.experiment import Cell, DriftlabError, Experiment, Options, Sweep, artifact, derive_seed, points
 from runners.revalidation.stores import MemoryStore
 from scenarios.revalidation.workload import Workload, load_workloads
@@ -199,6 +200,11 @@ class RevalidationScaling(Experiment):
 
     def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
         p = cell.p
+        # each mechanism validates once here first, untimed: its own failure (a raise, a wrong return) is then one
+        # line naming it, not the exit of the benchmark's child process
+        txn, store = scaled_transaction(load_workloads(())[WORKLOAD], min(int(n) for n in p["reads_points"].split(",")))
+        for name in p["mechanisms"].split(","):
+            call_plugin(name, "validate", resolve(name)().validate, fresh_copy(txn), store, returns=Validation)
         # benchmarks/conftest.py appends DRIFTLAB_PLUGIN_PATH at the *end* of sys.path, so a user's own
         # mechanism (package.module:Class) still resolves from where driftlab was started.
         data, name = run_benchmark("bench_scaling", BENCHMARKS / "bench_scaling.py",
