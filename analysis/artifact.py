@@ -16,15 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
-
-import pandas as pd
+from typing import TYPE_CHECKING, Callable
 
 from analysis.report import Section
 
-Table = Callable[[pd.DataFrame], pd.DataFrame]
-Draw = Callable[[pd.DataFrame, pd.DataFrame, Path], list[Path]]
-Report = Callable[[pd.DataFrame, pd.DataFrame], Section]
+if TYPE_CHECKING:  # the declarations name pandas' frames; importing pandas is left to those who build tables
+    import pandas as pd
+
+Table = Callable[["pd.DataFrame"], "pd.DataFrame"]
+Draw = Callable[["pd.DataFrame", "pd.DataFrame", Path], list[Path]]
+Report = Callable[["pd.DataFrame", "pd.DataFrame"], Section]
 
 
 @dataclass(frozen=True)

@@ -226,6 +226,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def add_check(sub) -> None:
+    """The ``check`` command (alone, it needs none of the experiments: ``driftlab check`` imports only the checkers)."""
+    from runners.check import MAX_BYTES
+
+    ck = sub.add_parser("check", help="run the checkers on a history file (exit 0 valid, 1 invalid, 2 unknown)")
+    ck.add_argument("history", help="a history in driftlab's JSON Lines format (histories/<experiment>/<cell>.jsonl)")
+    ck.add_argument("--checker", action="append", help="only this checker (repeatable; default: every checker of the family)")
+    ck.add_argument("--jobs", type=_positive, default=None,
+                    help="read and judge in this many processes (default: one per core for a file over 8 MiB)")
+    ck.add_argument("--format", choices=("prose", "json"), default="prose", help="verdicts and witnesses as prose or JSON")
+    ck.add_argument("--allow-unknown-ops", action="store_true",
+                    help="accept operations the family does not declare (default: refuse the history)")
+    ck.add_argument("--max-bytes", type=_positive, default=MAX_BYTES, help="refuse a larger file (default 4 GiB)")
+    ck.set_defaults(func=cmd_check)
+
+
 def parser() -> argparse.ArgumentParser:
     from runners.experiments import EXPERIMENTS, FAMILIES
 
@@ -276,18 +292,7 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("run_dir")
     a.set_defaults(func=cmd_analyze)
 
-    from runners.check import MAX_BYTES
-
-    ck = sub.add_parser("check", help="run the checkers on a history file (exit 0 valid, 1 invalid, 2 unknown)")
-    ck.add_argument("history", help="a history in driftlab's JSON Lines format (histories/<experiment>/<cell>.jsonl)")
-    ck.add_argument("--checker", action="append", help="only this checker (repeatable; default: every checker of the family)")
-    ck.add_argument("--jobs", type=_positive, default=None,
-                    help="read and judge in this many processes (default: one per core for a file over 4 MiB)")
-    ck.add_argument("--format", choices=("prose", "json"), default="prose", help="verdicts and witnesses as prose or JSON")
-    ck.add_argument("--allow-unknown-ops", action="store_true",
-                    help="accept operations the family does not declare (default: refuse the history)")
-    ck.add_argument("--max-bytes", type=_positive, default=MAX_BYTES, help="refuse a larger file (default 4 GiB)")
-    ck.set_defaults(func=cmd_check)
+    add_check(sub)
 
     ls = sub.add_parser("list", help="experiments, scenarios, mechanisms, checkers and faults, per family")
     ls.add_argument("--scenario-dir", action="append")
@@ -296,22 +301,32 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    check = argv[:1] == ["check"]  # a history's check starts at once: no experiment, framework or pandas imported
+    try:
+        if check:
+            only = _Parser(prog="driftlab")
+            add_check(only.add_subparsers(dest="command", required=True))
+            args = only.parse_args(argv)
+        else:
+            args = parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a one-line usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        return args.func(args)
+    except (DriftlabError,) if check else _errors() as exc:
+        print(f"driftlab: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _errors() -> tuple[type[Exception], ...]:
+    """The errors of bad input or an impossible request, printed as one line with exit code 2."""
     from analysis.records import RecordsError
     from mechanisms import MechanismError
     from runners.execute import CellFailed
     from scenarios import ScenarioError
 
-    errors = (DriftlabError, ScenarioError, MechanismError, RecordsError, CellFailed)
-    try:
-        args = parser().parse_args(argv)
-    except SystemExit as exc:  # argparse: --help (0) or a one-line usage error (2)
-        return exc.code if isinstance(exc.code, int) else 2
-    try:
-        return args.func(args)
-    except errors as exc:
-        print(f"driftlab: error: {exc}", file=sys.stderr)
-        return 2
-
+    return DriftlabError, ScenarioError, MechanismError, RecordsError, CellFailed
 
 if __name__ == "__main__":
     sys.exit(main())
