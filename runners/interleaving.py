@@ -24,9 +24,11 @@ An expectation may depend on the run's *variant* (:func:`by_variant`; the
 races call it the binding).  Every operation becomes one
 :class:`~vocabulary.Operation` of the run's history — the domain's ``setup``
 first, then each actor's operation with its own start and end, then the
-``audit`` — and an operation whose actor died or gave no answer in time is
+``audit`` — and an operation whose actor gave no answer in time is
 ``indeterminate``: kept, never dropped or guessed (the actor is killed and
-replaced for later steps).
+replaced for later steps).  No step kills an actor, so an actor whose process
+ends by itself is the lab's failure, never a result: :class:`LostActor` fails
+the cell.
 """
 from __future__ import annotations
 
@@ -38,6 +40,10 @@ from typing import Any, Mapping, Protocol, Sequence
 from faults.interleaving import AWAIT, BLOCKS, ByVariant, Step, Together, by_variant  # noqa: F401 - the step language
 from runners.processes import ActorProcess, start_instant
 from vocabulary import FAIL, INDETERMINATE, OK, Operation
+
+
+class LostActor(RuntimeError):
+    """An actor's process ended by itself in the middle of a run (no step kills one): the cell fails."""
 
 REPLY_TIMEOUT_S = 30.0
 
@@ -193,12 +199,15 @@ class Interpreter:
 
     def _collect(self, name: str, step: Step, sent_ns: int, together: int | None = None) -> tuple[Any, int, int]:
         """The actor's answer to ``step``, recorded as one operation of the history."""
-        actor = self.actor(name)
+        actor = self._actors[name]  # the process the step was sent to (a dead one is replaced only for later steps)
         reply = actor.reply(self.reply_timeout_s)
         extra = {"args": dict(step.args)} if step.args else {}
         if together is not None:
             extra["together"] = together
-        if reply is None:  # died or silent: the outcome is unknown
+        if reply is None and actor.exited:
+            raise LostActor(f"{actor.lost} during {step.op}: nothing in these runs kills an actor, so its death is "
+                            "the lab's failure (or its store's), and the cell has no result")
+        if reply is None:  # silent (its store never answered): killed, and the outcome is unknown
             self._record(name, step.op, INDETERMINATE, sent_ns, None, {**extra, "result": None, "lost": actor.lost})
             now = time.perf_counter_ns()
             return f"indeterminate: {actor.lost}", sent_ns, now

@@ -386,8 +386,11 @@ class ActorProcess:
 
     def send(self, request: Mapping[str, Any], at_ns: int | None = None) -> None:
         """Send one request (to start at ``at_ns`` if given); collect the answer with :meth:`reply`."""
-        self.proc.stdin.write(json.dumps({**request, **({"at_ns": at_ns} if at_ns else {})}) + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(json.dumps({**request, **({"at_ns": at_ns} if at_ns else {})}) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:  # the process is gone: reply() says so (``exited``)
+            pass
 
     def ready(self, timeout: float) -> bool:
         """True when an answer (or end of file) is waiting to be read."""
@@ -407,10 +410,12 @@ class ActorProcess:
         line = self.proc.stdout.readline()
         if not line:
             self.lost = f"{self.name} exited with code {self.proc.wait()}"
+            self.exited = True
             return None
         return json.loads(line)
 
     lost: str = ""  # why the last reply() returned None
+    exited: bool = False  # the last reply() found the process gone by itself (not killed for its silence)
 
     def request(self, request: Mapping[str, Any], timeout: float, at_ns: int | None = None) -> dict | None:
         """:meth:`send` then :meth:`reply`."""

@@ -25,7 +25,7 @@ from faults.revalidation.races import (CROSS_RESOURCE, HISTORIES, POLICY_CHANGE_
 from runners import backends, processes
 from runners.experiment import CellOutput, Options
 from runners.revalidation.races import RevalidationRaces, timing
-from runners.interleaving import Interpreter
+from runners.interleaving import Interpreter, LostActor
 from runners.revalidation.race_actor import RaceDomain
 from runners.revalidation.race_store import SCHEMA_PREFIX, drop_orphans, open_store, schema_name
 from vocabulary import INDETERMINATE, History, Verdict, history_from_jsonl, history_to_jsonl
@@ -150,6 +150,33 @@ def test_a_silent_actor_is_indeterminate_and_its_pair_unknown(sqlite_lab):
     assert all(op.end is None and "no answer" in op.value["lost"] for op in commits)
     assert not x.errors  # not folded into an error count
     assert verdict(x) is Verdict.UNKNOWN
+
+
+class KilledFromOutside(RaceDomain):
+    """The race domain, with worker_b's process SIGKILLed by an outsider (as the OOM killer would) before its
+    commit is sent: an actor that ends by itself, which nothing in a race does."""
+
+    def start_actor(self, name):
+        actor = super().start_actor(name)
+        self.started = {**getattr(self, "started", {}), name: actor}
+        return actor
+
+    def request(self, step, case):
+        if step.op == "commit" and step.actor == "worker_b":
+            self.started["worker_b"].proc.kill()
+            self.started["worker_b"].proc.wait()
+        return super().request(step, case)
+
+
+def test_an_actor_that_dies_by_itself_fails_the_run_instead_of_becoming_a_result(sqlite_lab):
+    """Planted bug: a lab fault (an actor's process gone, nothing having killed it) recorded as an indeterminate
+    operation, so the pair's published verdict is "unknown" instead of the cell failing with one line."""
+    interpreter = Interpreter(KilledFromOutside(sqlite_lab.store, "target_cas"), "target_cas", reply_timeout_s=5)
+    try:
+        with pytest.raises(LostActor, match=r"worker_b exited with code -9 during commit.*lab's failure"):
+            interpreter.run(RACE_PAIR, case=10_001)
+    finally:
+        interpreter.close()
 
 
 # ------------------------------------------------------- cross-resource histories

@@ -25,9 +25,11 @@ PostgreSQL schema created and dropped by the cell, :mod:`runners.revalidation.ra
 **History.**  Every operation of every actor (actor, name, start, end,
 status, value with ``group`` = the execution's repetition) goes to the
 cell's history (``histories/revalidation_races/<cell>.jsonl``).  An actor
-that died or went silent leaves an ``indeterminate`` operation: it is kept,
-never folded into an error count, and the execution's verdict is then
-``unknown`` unless a violation is proven anyway.
+that went silent (its store never answered) leaves an ``indeterminate``
+operation: it is kept, never folded into an error count, and the
+execution's verdict is then ``unknown`` unless a violation is proven
+anyway.  An actor whose process ended by itself fails the cell: nothing in
+a race kills one, so that is the lab's failure, never a result.
 
 **Records.**  One per execution: the effects counted from the target row
 afterwards (the audit read), the commit answers, the checkers' verdict on
