@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 import orjson
+from orjson import loads as orjson_loads
 
 from runners.experiment import DriftlabError
 from vocabulary import CheckResult, History, HistoryError, Operation, Verdict, worst
@@ -205,36 +206,41 @@ def scan(path: Path, start: int, stop: int) -> Chunk:
     partition = validator.partition
     single = partition[0] if len(partition) == 1 else None
     part, groups, raws, objs = out.part, Groups(), [], []
+    local: dict[Any, int] = {}  # one key's value -> its local partition (the common case: no union needed)
     n = 0
     with open_regular(path, _JOB["max_bytes"]) as f, paused_gc():
         f.seek(start)
-        pos = start
+        lines = f.read(stop - start).split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
         try:
-            for raw in f:
+            for raw in lines:
                 n += 1
-                pos += len(raw)
-                if raw.isspace():
-                    if pos >= stop:
-                        break
+                if not raw or raw.isspace():
                     continue
-                obj, exact = loads(raw, n)
+                try:
+                    obj, exact = orjson_loads(raw), True
+                except orjson.JSONDecodeError:
+                    obj, exact = loads(raw, n)
                 value = check(obj, n) if exact else validator.strict(obj, n)
                 if out.first is None:
                     out.first = (n, validator.previous)
                 if single is not None:  # the common case, one partition key
                     v = value.get(single)
-                    keys = () if v is None else ((single, v),) if type(v) is str or type(v) is int else \
-                        partition_keys(value, n)
+                    if v is None or type(v) is str or type(v) is int:
+                        p = local.get(v)
+                        if p is None:
+                            p = local[v] = groups.join(NO_KEY if v is None else ((single, v),))
+                    else:  # refused: a partition key is a string or an integer
+                        p = groups.join(partition_keys(value, n))
                 else:
-                    keys = partition_keys(value, n) if partition else ()
-                part.append(groups.join(keys or NO_KEY))
+                    p = groups.join((partition_keys(value, n) if partition else ()) or NO_KEY)
+                part.append(p)
                 raws.append(raw)
                 objs.append(obj)
-                if pos >= stop:
-                    break
         except HistoryError as exc:
-            local, _, message = str(exc).partition(": ")
-            out.error = (int(local.split()[1]), message)
+            local_line, _, message = str(exc).partition(": ")
+            out.error = (int(local_line.split()[1]), message)
             return out
         out.lines, out.last_index, out.unknown = n, (validator.previous if out.first else None), validator.unknown
         roots = groups.roots()
