@@ -16,7 +16,11 @@ it.  Here every worker has its own pipe and runs one task at a time, so:
   (``prctl(PR_SET_PDEATHSIG)``), ignores Ctrl-C (the main process ends the
   workers), and closes the file descriptors registered with
   :func:`keep_from_workers` (the run folder's lock: a worker must never hold
-  it after the main process is gone).
+  it after the main process is gone);
+- a task that waited for a resource another task holds (e.g. a lock on a
+  shared server) calls :func:`restart_clock` once it has it: its time limit
+  then counts from that moment, so the wait never eats it (the holder has a
+  limit of its own).
 
 Tasks are inherited through ``fork`` (never pickled); only results travel
 back, over the worker's pipe.  What it trades away: a pool's generality
@@ -34,9 +38,11 @@ from typing import Any, Callable, Iterator, Sequence
 
 from runners.processes import die_with_parent
 
-__all__ = ["WorkerDied", "TaskTimedOut", "keep_from_workers", "run_workers"]
+__all__ = ["WorkerDied", "TaskTimedOut", "keep_from_workers", "restart_clock", "run_workers"]
 
 _PRIVATE_FDS: set[int] = set()
+_CLOCK = "restart-clock"  # a worker's message: its task's time limit counts from now
+_TASK_CONN = None  # in a worker: the pipe to the main process
 
 
 class WorkerDied(Exception):
@@ -64,8 +70,16 @@ def keep_from_workers(fd: int | None) -> None:
         _PRIVATE_FDS.add(fd)
 
 
+def restart_clock() -> None:
+    """In a worker of :func:`run_workers`: the running task's time limit counts from now (elsewhere: nothing)."""
+    if _TASK_CONN is not None:
+        _TASK_CONN.send((_CLOCK, None))
+
+
 def _worker(parent: int, conn, fn: Callable, tasks: Sequence) -> None:
+    global _TASK_CONN
     die_with_parent(parent)
+    _TASK_CONN = conn
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for fd in _PRIVATE_FDS:
         try:
@@ -128,6 +142,9 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
                     except EOFError:
                         proc.join()
                         raise WorkerDied(tasks[i], proc.exitcode) from None
+                    if got == _CLOCK:
+                        slot[1] = (i, time.monotonic())
+                        continue
                     slot[1] = None
                     if todo:
                         nxt = todo.pop()

@@ -6,6 +6,8 @@ that serves more than one racer (planted bug: naive, which each racer runs on).
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import scenarios
@@ -92,3 +94,46 @@ def test_driftlab_check_judges_a_stored_resume_history(tmp_path):
         assert done.returncode == code, done.stdout + done.stderr
         if code:
             assert "instead of being refused" in done.stdout
+
+
+def _hold_big_race(task: tuple[str, str, float]) -> tuple[float, float]:
+    """Hold the big-race lock ``hold_s``, building an index CONCURRENTLY meanwhile, as DBOS's migration does."""
+    import psycopg
+
+    from runners.backends import postgres_dsn
+    from runners.resume.concurrency import one_big_race_at_a_time
+
+    schema, index, hold_s = task
+    with one_big_race_at_a_time("postgres", 16):
+        got = time.time()
+        time.sleep(hold_s / 3)  # the other worker waits for the lock by now
+        with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
+            conn.execute(f'CREATE INDEX CONCURRENTLY {index} ON "{schema}".t (x)')
+        time.sleep(max(0.0, hold_s - (time.time() - got)))
+        return got, time.time()
+
+
+@pytest.mark.postgres
+def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, monkeypatch):
+    """Two k = 16 races in two workers: one holds the server while the other waits, and the waiter's time limit
+    counts from when it has the lock (planted bugs: no lock, so the racers of both fill max_connections; a limit
+    that counts the wait, so a cell queued behind a big race is killed as if it had hung; a wait inside a statement,
+    whose snapshot the holder's CREATE INDEX CONCURRENTLY (DBOS's migration) waits for: a deadlock)."""
+    import secrets
+
+    import psycopg
+
+    from runners.workers import run_workers
+
+    monkeypatch.setenv("DRIFTLAB_POSTGRES_DSN", pg_dsn)
+    schema = f"driftlab_test_lock_{secrets.token_hex(4)}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        conn.execute(f'CREATE TABLE "{schema}".t (x int)')
+        try:
+            hold, limit = 1.0, 1.6  # each holds for less than its limit; waiting plus holding is more
+            tasks = [(schema, f"i{n}", hold) for n in range(2)]
+            spans = sorted(span for _, span in run_workers(_hold_big_race, tasks, 2, limit))
+        finally:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    assert spans[1][0] >= spans[0][1]

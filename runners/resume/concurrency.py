@@ -11,11 +11,15 @@ Per cell a warm pool of k resumer processes is forked once
 process) starts a run that parks, the k racers meet at one barrier, each
 waits its own seeded jitter and resumes.  The record counts the gated
 effects the run fired, the racers served, refused and unanswered, and the
-checkers' CO and EO verdicts on the race's history.
+checkers' CO and EO verdicts on the race's history.  On PostgreSQL a race of
+k >= 8 has the server to itself (:func:`one_big_race_at_a_time`): the
+racers' connections must fit its ``max_connections``.
 """
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 from faults.resume import concurrent_resume
 from runners.resume import common as rc
@@ -34,9 +38,64 @@ def grid(options: Options):
     return grids[0]
 
 
+#: a race of at least this many racers on PostgreSQL has the server to itself (:func:`one_big_race_at_a_time`)
+BIG_RACE = 8
+RACE_LOCK, INTENT_LOCK = 0x64726674, 0x64726675  # the advisory locks' keys ("drft", "drfu")
+POLL_S = 0.1
+
+
+def _take(conn, sql: str, key: int) -> None:
+    """Try the lock until it is granted: a statement waiting for it would hold a snapshot open, and DBOS's
+    migration (``CREATE INDEX CONCURRENTLY``, in the holder's cell) waits for every such snapshot: a deadlock."""
+    while not conn.execute(sql, (key,)).fetchone()[0]:
+        time.sleep(POLL_S)
+
+
+@contextmanager
+def one_big_race_at_a_time(backend_kind: str, k: int) -> Iterator[None]:
+    """A race cell on PostgreSQL holds the server's advisory lock: shared, or exclusive for ``k >= BIG_RACE``.
+
+    Each racer is a process with connections of its own (a framework's pools,
+    the lab's ledger): DBOS's k = 16 racers hold 82 of a stock server's 100
+    connections, so a big race beside any other race cell of another worker
+    can be refused connections, and a racer that cannot connect breaks its
+    race.  Small races share the server; a big one first takes the intent
+    lock (no race starts after it), then waits until the running ones end.
+    Both are tried every :data:`POLL_S` (:func:`_take`), never waited for in
+    a statement.  They are released when their connection closes, a killed
+    worker's too.  Once the cell holds the lock its time limit counts from
+    then (:func:`runners.workers.restart_clock`): the wait never eats it.
+    """
+    if backend_kind != "postgres":
+        yield
+        return
+    import psycopg
+
+    from runners.backends import postgres_dsn
+    from runners.workers import restart_clock
+
+    with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
+        if k >= BIG_RACE:
+            _take(conn, "SELECT pg_try_advisory_lock(%s)", INTENT_LOCK)
+            _take(conn, "SELECT pg_try_advisory_lock(%s)", RACE_LOCK)
+        else:
+            _take(conn, "SELECT pg_try_advisory_lock_shared(%s)", INTENT_LOCK)
+            _take(conn, "SELECT pg_try_advisory_lock_shared(%s)", RACE_LOCK)
+            conn.execute("SELECT pg_advisory_unlock_shared(%s)", (INTENT_LOCK,))
+        restart_clock()
+        yield
+
+
 def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: float, repetitions: int,
               seed: int, options: Options, per_property: bool = False, fault_cell: str = "") -> CellOutput:
     """``repetitions`` races of k warm resumers on one backend; records per race (or per race x property)."""
+    with one_big_race_at_a_time(backend_kind, k):
+        return _races(experiment, runtime, backend_kind, k, jitter_ms, repetitions, seed, options, per_property,
+                      fault_cell)
+
+
+def _races(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: float, repetitions: int,
+           seed: int, options: Options, per_property: bool, fault_cell: str) -> CellOutput:
     from analysis.resume.checkers import CO_INERT, check_all
 
     g = grid(options)

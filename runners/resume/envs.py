@@ -37,6 +37,7 @@ from pathlib import Path
 
 from mechanisms.resume.frameworks import ENVS, Declared, declared
 from runners.experiment import DriftlabError
+from runners.plugins import PluginFailed
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "mechanisms" / "resume" / "frameworks" / "protocol.py"
 MARK = "driftlab-env.json"
@@ -211,7 +212,10 @@ class EnvRacers:
 
     The server forks k children that build the adapter (opening its
     connections) before they meet at one barrier, so what is timed from the
-    barrier on is the same as for the lab's warm pool."""
+    barrier on is the same as for the lab's warm pool.  A racer that fails
+    before the race (its connections refused) breaks the barrier at once and
+    the cell fails (:class:`PluginFailed`), as the lab's pool does: a race
+    without all its racers is never recorded as the framework's answer."""
 
     def __init__(self, k: int, runtime: str, backend, graph, timeout_s: float = 60):
         self.k, self.runtime, self.backend, self.graph, self.timeout_s = k, runtime, backend, graph, timeout_s
@@ -221,7 +225,12 @@ class EnvRacers:
                                            "graph": self.graph.to_dict(), "run": run_id, "value": value,
                                            "labels": list(labels), "jitters": list(jitters_s),
                                            "timeout": self.timeout_s})
-        return reply["answers"]
+        answers = reply["answers"]
+        failed = [(label, a["error"]) for label, a in zip(labels, answers) if a is not None and "error" in a]
+        if failed:  # no race was run: never a framework's answer (a hung racer, None, is)
+            raise PluginFailed(self.runtime, "; ".join(f"{label}: {why}" for label, why in failed[:2])
+                               + (f" (and {len(failed) - 2} more racers)" if len(failed) > 2 else ""))
+        return answers
 
     def close(self) -> None:
         pass

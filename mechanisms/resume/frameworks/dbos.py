@@ -12,6 +12,16 @@ baseline.  What DBOS does is left to DBOS, through its documented API:
 - the system database: SQLite ``<location>/<ns>dbos.sqlite`` or PostgreSQL
   schema ``<ns>`` (``dbos_system_schema``); notification polling every
   ``options.polling_ms`` (50 ms) instead of DBOS's default second;
+- on PostgreSQL, pools sized as a user sizes them to run k processes on one
+  server: ``sys_db_pool_size`` :data:`PG_POOL` = 2 (DBOS's default 20) and the
+  client's ``system_database_pool_size`` 1 (default 5; the adapter uses it
+  from one thread).  A racer then holds 5 connections (pool 2, DBOS's LISTEN
+  connection, the client, the lab's ledger; measured in pg_stat_activity), so
+  k = 16 racers hold 82 of a stock server's 100; with pool 3 they held 98 and
+  with the defaults 6-8 each, and the server refused connections.  2 is DBOS's
+  floor: its own ``DBOS.migrate`` uses 2, and with 1 the first launch's
+  migration (a lock connection beside the migrating one) times out.  On
+  SQLite, DBOS's defaults;
 - every process is one DBOS executor with an ``executor_id`` of its own
   (``driftlab-<pid>``), as DBOS asks of concurrent processes;  a workflow
   whose executor's process is gone is recovered with DBOS's own recovery of
@@ -61,6 +71,9 @@ WAIT_S = 30
 TERMINAL_OK, TERMINAL_FAIL = ("SUCCESS",), ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 
 _ADAPTER: "DBOSAdapter | None" = None  # the adapter of this process (DBOS functions are module-level)
+
+
+PG_POOL, PG_CLIENT_POOL = 2, 1  # system-database connections per process on PostgreSQL (module docstring)
 
 
 def _run_id() -> str:
@@ -136,6 +149,7 @@ class DBOSAdapter(Adapter):
                             notification_listener_polling_interval_sec=self.options.get("polling_ms", 50) / 1000)
         if self.schema:
             config["dbos_system_schema"] = self.schema
+            config["sys_db_pool_size"] = PG_POOL
         return config
 
     def launch(self) -> None:
@@ -155,8 +169,8 @@ class DBOSAdapter(Adapter):
 
     def client(self) -> DBOSClient:
         if self._client is None:
-            self._client = DBOSClient(system_database_url=self.url, **(
-                {"dbos_system_schema": self.schema} if self.schema else {}))
+            pg = {"dbos_system_schema": self.schema, "system_database_pool_size": PG_CLIENT_POOL}
+            self._client = DBOSClient(system_database_url=self.url, **(pg if self.schema else {}))
         return self._client
 
     def setup(self) -> None:

@@ -113,8 +113,10 @@ Request ``{"runtime", "backend", "graph", "call", "args", "label", "crash",
 "value", "labels": [k], "jitters": [k seconds], "timeout"}``: fork k racers
 that build the adapter, meet at one barrier, each sleep its jitter and resume
 ``run``; reply ``{"answers": [{"status", "released", "start", "end", "pid"} |
-null]}``.  Every child asks the kernel to SIGKILL it when the server dies, and
-the server when the lab dies.  Run as ``python -P protocol.py MODULE:CLASS``.
+{"error"} | null]}`` (``error``: the racer never resumed, it failed before
+the race or its barrier broke; null: no answer in time).  Every child asks
+the kernel to SIGKILL it when the server dies, and the server when the lab
+dies.  Run as ``python -P protocol.py MODULE:CLASS``.
 """
 from __future__ import annotations
 
@@ -425,8 +427,13 @@ class Server:
 
     def _racer(self, parent: int, wfd: int, barrier, req: dict, i: int) -> None:
         die_with_parent(parent)
-        rt = self.build(req, KillAtPoint(req["labels"][i]))
-        rt.state(req["run"])  # open the connections before the race
+        try:
+            rt = self.build(req, KillAtPoint(req["labels"][i]))
+            rt.state(req["run"])  # open the connections before the race
+        except Exception as exc:  # noqa: BLE001 - no race without every racer: the others leave the barrier now
+            barrier.abort()
+            os.write(wfd, (json.dumps({"error": f"before the race: {_one_line(exc)}"}) + "\n").encode())
+            return
         try:
             barrier.wait()
         except Exception:  # noqa: BLE001 - a broken barrier: answer, the lab records it
