@@ -109,7 +109,7 @@ class OneCommitPerPair:
         audited = (audit.value.get("state") or {}).get("refunds") if audit else None
         if len(landed) >= 2:
             a, b = landed[0], landed[1]
-            same = a.value.get("target_token") == b.value.get("target_token")
+            same = b.value.get("target_token") is not None and a.value.get("target_token") == b.value.get("target_token")
             text = (f"pair {g}: {a.actor} committed with {_token(a)} at {_t(a.end)}, then {b.actor} committed "
                     f"with {'the same ' + _token(b) if same else _token(b)} at {_t(b.end)}: two commits of one intent"
                     + (f" (the target row holds {audited} refunds afterwards)." if audited is not None else "."))
