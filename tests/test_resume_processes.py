@@ -99,6 +99,7 @@ def test_driftlab_check_judges_a_stored_resume_history(tmp_path):
 def _hold_big_race(task: tuple[str, str, float]) -> tuple[float, float]:
     """Hold the big-race lock ``hold_s``, building an index CONCURRENTLY meanwhile, as DBOS's migration does."""
     import psycopg
+    from psycopg import sql
 
     from runners.backends import postgres_dsn
     from runners.resume.concurrency import one_big_race_at_a_time
@@ -108,7 +109,8 @@ def _hold_big_race(task: tuple[str, str, float]) -> tuple[float, float]:
         got = time.time()
         time.sleep(hold_s / 3)  # the other worker waits for the lock by now
         with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
-            conn.execute(f'CREATE INDEX CONCURRENTLY {index} ON "{schema}".t (x)')
+            conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY {} ON {} (x)").format(
+                sql.Identifier(index), sql.Identifier(schema, "t")))
         time.sleep(max(0.0, hold_s - (time.time() - got)))
         return got, time.time()
 
@@ -122,18 +124,19 @@ def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, 
     import secrets
 
     import psycopg
+    from psycopg import sql
 
     from runners.workers import run_workers
 
     monkeypatch.setenv("DRIFTLAB_POSTGRES_DSN", pg_dsn)
     schema = f"driftlab_test_lock_{secrets.token_hex(4)}"
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        conn.execute(f'CREATE TABLE "{schema}".t (x int)')
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        conn.execute(sql.SQL("CREATE TABLE {} (x int)").format(sql.Identifier(schema, "t")))
         try:
             hold, limit = 1.0, 1.6  # each holds for less than its limit; waiting plus holding is more
             tasks = [(schema, f"i{n}", hold) for n in range(2)]
             spans = sorted(span for _, span in run_workers(_hold_big_race, tasks, 2, limit))
         finally:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
     assert spans[1][0] >= spans[0][1]

@@ -2,7 +2,7 @@
 
 Serves the paper's concurrent-delivery result (arXiv 2608.03836): k processes
 resuming one parked interrupt fire the gated effect k times (saturation 1.0
-in 36 of 40 cells, LangGraph 1.2.9); the consume-once gate serves one racer
+in most cells for LangGraph 1.2.9: ``data/reference/resume.toml``); the consume-once gate serves one racer
 and refuses the rest.  One record per race; saturation = gated effects
 fired / k, averaged over the cell's repetitions.
 """

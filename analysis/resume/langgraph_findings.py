@@ -4,7 +4,8 @@ Serves "Resume Means Resume" (arXiv 2608.03836), whose abstract reports four
 findings on LangGraph 1.2.9 (``data/reference/resume.toml`` ``[langgraph]``):
 a second resume value recorded and never consulted (CO); schema-invalid state
 persisted silently (CV); durably recorded work re-executed after a real
-SIGKILL (EO); saturation 1.0 in 36 of 40 concurrent-resume cells.  This run
+SIGKILL (EO); saturation 1.0 in most concurrent-resume cells (the published
+count is in the reference file, never here).  This run
 measures the installed release as the ``langgraph`` runtime row, and the
 guard as ``langgraph+guard``.  Every "ours" below is computed from the tables
 of ``resume_faults`` and ``resume_concurrency`` (pure functions of records);

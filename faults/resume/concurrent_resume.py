@@ -1,8 +1,8 @@
 """Fault: k processes resume one parked interrupt at the same instant (a barrier, then a start jitter).
 
 Serves the paper's concurrent-delivery result (arXiv 2608.03836: "k processes
-resuming one parked interrupt fire the gated effect k times, saturation 1.0
-in 36 of 40 cells").  The fault is a plan, pure and seeded: k racers, each
+resuming one parked interrupt fire the gated effect k times"; the published
+cell count is in ``data/reference/resume.toml``).  The fault is a plan, pure and seeded: k racers, each
 released by one barrier and then waiting its own jitter, uniform in
 ``[0, jitter_ms]`` (0: none), all delivering the same resume value.  The
 racers themselves are warm processes of runners/resume/procs.py

@@ -1,7 +1,7 @@
 """Figure: saturation (effects fired / k) against k, one panel per backend, one line per runtime x jitter.
 
 Serves the paper's concurrent-resume result (arXiv 2608.03836: saturation 1.0
-in 36 of 40 cells for LangGraph 1.2.9; one effect per race with the gate).
+in most cells for LangGraph 1.2.9, ``data/reference/resume.toml``; one effect per race with the gate).
 """
 from __future__ import annotations
 

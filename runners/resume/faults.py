@@ -20,6 +20,7 @@ class FaultCells(Experiment):
     family = "resume"
     seconds_per_execution = 0.3
     uses_backend = True
+    profile_repetitions = REPETITIONS  # per profile; ``--repetitions`` overrides
 
     def seconds(self, cell: Cell, options: Options) -> float:
         """Process start-up per call, plus the graph's declared work (``work_ms``) for every run a replica plays."""
@@ -43,7 +44,7 @@ class FaultCells(Experiment):
         self.runtime_names(options)
 
     def repetitions(self, profile: str, options: Options) -> int:
-        reps = options.extra.get("repetitions") or REPETITIONS[profile]
+        reps = options.extra.get("repetitions") or self.profile_repetitions[profile]
         if reps < 1:
             raise DriftlabError(f"--repetitions must be at least 1, got {reps}")
         return reps

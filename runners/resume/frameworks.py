@@ -20,7 +20,7 @@ the cells of earlier experiments stay in the run folder.
 from __future__ import annotations
 
 from mechanisms.resume.frameworks import declared
-from runners.experiment import Cell, CellOutput, DriftlabError, Options, artifact
+from runners.experiment import Cell, CellOutput, Options, artifact
 from runners.resume import common as rc
 from runners.resume.concurrency import grid, race_cell
 from runners.resume.faults import FaultCells
@@ -58,6 +58,7 @@ class ResumeFrameworks(FaultCells):
     description = ("framework@release x property (Hermitage-style): fault cells and k-racer cells, each framework "
                    "release in its own uv-locked environment")
     artifacts = (artifact("resume_frameworks"),)
+    profile_repetitions = REPETITIONS
 
     def runtime_names(self, options: Options) -> list[str]:
         return framework_rows(options)
@@ -69,12 +70,6 @@ class ResumeFrameworks(FaultCells):
         for rt in self.runtime_names(options):
             if rt in declared():
                 envs.ensure(declared()[rt].env)
-
-    def repetitions(self, profile: str, options: Options) -> int:
-        reps = options.extra.get("repetitions") or REPETITIONS[profile]
-        if reps < 1:
-            raise DriftlabError(f"--repetitions must be at least 1, got {reps}")
-        return reps
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         reps = self.repetitions(profile, options)

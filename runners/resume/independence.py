@@ -20,6 +20,7 @@ class ResumeIndependence(FaultCells):
     description = "independence matrix: the sequencer with one of seven fault switches on, through every fault cell"
     artifacts = (artifact("resume_independence"),)
     uses_mechanisms = False  # its runtimes are the switches' (scenarios/resume/switch_*.toml)
+    profile_repetitions = REPETITIONS
 
     def runtime_names(self, options: Options) -> list[str]:
         switches = by_kind(rc.resume_scenarios(options), "switch")
@@ -32,6 +33,3 @@ class ResumeIndependence(FaultCells):
             if s.runtime not in RUNTIMES:
                 raise DriftlabError(f"{s.path}: runtime: {s.runtime!r} is not a registered resume runtime "
                                     f"({', '.join(RUNTIMES)})")
-
-    def repetitions(self, profile: str, options: Options) -> int:
-        return options.extra.get("repetitions") or REPETITIONS[profile]

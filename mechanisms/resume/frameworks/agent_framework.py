@@ -41,7 +41,7 @@ from agent_framework import (Executor, FileCheckpointStorage, WorkflowBuilder, W
                              response_handler)
 
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, FAILED,
-                       PARKED, PARKED_POINT, REFUSED, Adapter)
+                       PARKED, REFUSED, Adapter)
 
 WORKFLOW = "driftlab-graph"
 
@@ -124,19 +124,13 @@ class AgentFrameworkAdapter(Adapter):
         cps = self.loop.run_until_complete(self._storage(run_id).list_checkpoints(workflow_name=WORKFLOW))
         return sorted(cps, key=lambda c: c.timestamp)
 
-    def _answer(self, run_id: str) -> dict:
-        head = self.state(run_id)
-        if head["state"] == PARKED and head["node"] == self.graph.names[self.graph.interrupt_step]:
-            self.point(PARKED_POINT, run_id, self.graph.interrupt_step)
-        return head
-
     # ------------------------------------------------------------------ calls
     def start(self, run_id: str, input: str) -> dict:
         if self._cps(run_id):
             return self.status(run_id, REFUSED, reason=f"run {run_id!r} exists")
         workflow, _ = self._workflow(run_id)
         self.loop.run_until_complete(workflow.run(self.graph.initial_state(input)))
-        return self._answer(run_id)
+        return self.answer(run_id)
 
     def resume(self, run_id: str, value: Any, checkpoint_id: str | None = None) -> dict:
         cps = self._cps(run_id)
@@ -156,7 +150,7 @@ class AgentFrameworkAdapter(Adapter):
             if "No pending requests" not in str(exc):
                 raise
             return self.status(run_id, REFUSED, reason=str(exc).splitlines()[0])
-        return self._answer(run_id)
+        return self.answer(run_id)
 
     def recover(self, run_id: str) -> dict:
         cps = self._cps(run_id)
@@ -167,7 +161,7 @@ class AgentFrameworkAdapter(Adapter):
             return head
         workflow, _ = self._workflow(run_id)
         self.loop.run_until_complete(workflow.run(checkpoint_id=cps[-1].checkpoint_id))
-        return self._answer(run_id)
+        return self.answer(run_id)
 
     def replay(self, run_id: str, checkpoint_id: str) -> dict:
         """The framework's own re-run from a past checkpoint of the run: ``workflow.run(checkpoint_id=...)``."""
@@ -175,7 +169,7 @@ class AgentFrameworkAdapter(Adapter):
             return self.status(run_id, REFUSED, reason=f"no checkpoint {checkpoint_id!r} in run {run_id!r}")
         workflow, _ = self._workflow(run_id)
         self.loop.run_until_complete(workflow.run(checkpoint_id=checkpoint_id))
-        return self._answer(run_id)
+        return self.answer(run_id)
 
     def fork(self, run_id: str, checkpoint_id: str, new_run_id: str) -> dict:
         src = next((c for c in self._cps(run_id) if c.checkpoint_id == checkpoint_id), None)

@@ -62,7 +62,7 @@ from typing import Any
 from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID
 from dbos import error as dbos_error
 
-from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED, PARKED_POINT,
+from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED,
                        REFUSED, Adapter)
 
 TOPIC = "decision"
@@ -204,18 +204,12 @@ class DBOSAdapter(Adapter):
             time.sleep(self.options.get("polling_ms", 50) / 1000)
 
     # ------------------------------------------------------------------ calls
-    def _answer(self, run_id: str) -> dict:
-        head = self.state(run_id)
-        if head["state"] == PARKED and head["node"] == self.graph.names[self.graph.interrupt_step]:
-            self.point(PARKED_POINT, run_id, self.graph.interrupt_step)
-        return head
-
     def start(self, run_id: str, input: str) -> dict:
         self.launch()
         with SetWorkflowID(run_id):
             DBOS.start_workflow(graph_workflow, self.graph.initial_state(input))
         self._wait(run_id, may_park=True)
-        return self._answer(run_id)
+        return self.answer(run_id)
 
     def resume(self, run_id: str, value: Any, checkpoint_id: str | None = None) -> dict:
         if checkpoint_id is not None:  # the cells that need it are n/a (pyproject); never a refusal DBOS did not make
@@ -227,13 +221,13 @@ class DBOSAdapter(Adapter):
         self.launch()
         self.recover_dead(run_id)
         self._wait(run_id, may_park=False)
-        return self._answer(run_id)
+        return self.answer(run_id)
 
     def recover(self, run_id: str) -> dict:
         self.launch()
         self.recover_dead(run_id)
         self._wait(run_id, may_park=True)
-        return self._answer(run_id)
+        return self.answer(run_id)
 
     def fork(self, run_id: str, checkpoint_id: str, new_run_id: str) -> dict:
         run, _, fid = checkpoint_id.rpartition(":")
@@ -245,7 +239,7 @@ class DBOSAdapter(Adapter):
         with SetWorkflowID(new_run_id):
             DBOS.fork_workflow(run_id, int(fid) + 1)  # the steps up to the checkpoint copied, the rest re-run
         self._wait(new_run_id, may_park=True)
-        return self._answer(new_run_id)
+        return self.answer(new_run_id)
 
     # ------------------------------------------------------------------ reading
     def _node_outputs(self, run_id: str) -> list[dict]:

@@ -282,6 +282,14 @@ class Adapter:
         node = self.graph.names[step] if 0 <= step < len(self.graph.names) else ""
         self.hooks.point(name, run_id, step, node)
 
+    def answer(self, run_id: str) -> dict:
+        """The run's state as a call's answer; if it is parked at the interrupt, the ``parked`` point first (for
+        frameworks whose call returns only once the run has parked)."""
+        head = self.state(run_id)
+        if head["state"] == PARKED and head["node"] == self.graph.names[self.graph.interrupt_step]:
+            self.point(PARKED_POINT, run_id, self.graph.interrupt_step)
+        return head
+
     def fire_effect(self, run_id: str, task: str, key: str, payload: str) -> bool:
         return self.ledger.fire(run_id, task, key, payload, op=self.hooks.op)
 

@@ -62,7 +62,7 @@ from temporalio.worker._worker import load_default_build_id
 
 from . import temporal_workflows as tw
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PACKAGE, PARKED,
-                       PARKED_POINT, REFUSED, Adapter)
+                       REFUSED, Adapter)
 
 
 _FOLDER = str(Path(__file__).resolve().parent)
@@ -215,10 +215,7 @@ class TemporalAdapter(Adapter):
                     await first()
                 await self._settle(run_id, may_park)
         self._sync(go())
-        head = self.state(run_id)
-        if head["state"] == PARKED and head["node"] == self.graph.names[self.graph.interrupt_step]:
-            self.point(PARKED_POINT, run_id, self.graph.interrupt_step)
-        return head
+        return self.answer(run_id)
 
     # ------------------------------------------------------------------ calls
     def start(self, run_id: str, input: str) -> dict:
