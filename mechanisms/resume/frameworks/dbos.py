@@ -10,8 +10,10 @@ baseline.  What DBOS does is left to DBOS, through its documented API:
   (parked until a message arrives) followed by a step that runs the
   interrupt node with the received value;
 - the system database: SQLite ``<location>/<ns>dbos.sqlite`` or PostgreSQL
-  schema ``<ns>`` (``dbos_system_schema``); notification polling every
-  ``options.polling_ms`` (50 ms) instead of DBOS's default second;
+  schema ``<ns>`` (``dbos_system_schema``); notification polling, and the
+  polling of DBOS's internal queue (which runs recovered and forked
+  workflows), every ``options.polling_ms`` (50 ms) instead of DBOS's default
+  second;
 - on PostgreSQL, pools sized as a user sizes them to run k processes on one
   server: ``sys_db_pool_size`` :data:`PG_POOL` = 2 (DBOS's default 20) and the
   client's ``system_database_pool_size`` 1 (default 5; the adapter uses it
@@ -61,6 +63,7 @@ from typing import Any
 
 from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID
 from dbos import error as dbos_error
+from dbos._utils import INTERNAL_QUEUE_NAME
 
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED,
                        REFUSED, Adapter)
@@ -156,7 +159,11 @@ class DBOSAdapter(Adapter):
         """This process becomes a DBOS executor of its own (``driftlab-<pid>``)."""
         if self.executor is None:
             self.executor = f"driftlab-{os.getpid()}"
-            DBOS(config=self._config(self.executor))
+            dbos = DBOS(config=self._config(self.executor))
+            # DBOS's internal queue (recovery, forks) is polled every second by default: created here first, with
+            # the notification polling interval, before launch creates it with the default
+            dbos._registry._register_internal_queue(INTERNAL_QUEUE_NAME,
+                                                    polling_interval_sec=self.options.get("polling_ms", 50) / 1000)
             DBOS.launch()
 
     def recover_dead(self, run_id: str) -> None:

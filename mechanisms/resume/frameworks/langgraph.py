@@ -99,6 +99,14 @@ class LangGraphAdapter(Adapter):
     """Stock LangGraph (module docstring)."""
 
     name = "langgraph"
+    WARM = {"postgres": ("psycopg", "langgraph.checkpoint.postgres")}
+
+    @classmethod
+    def warm(cls, kind: str, options: dict) -> None:
+        super().warm(kind, options)
+        if options.get("remit"):
+            import pydantic  # noqa: F401 - imported by _wrap on every call
+            import remit  # noqa: F401
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)

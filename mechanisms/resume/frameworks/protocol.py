@@ -252,6 +252,16 @@ class Adapter:
         self.ns = backend["namespace"].lower()
         self.ledger = Ledger(backend)
 
+    #: backend kind -> modules your adapter imports lazily for it: the server imports them once, before it forks
+    #: the first call on that kind, so each call's child does not pay the import (psycopg: the ledger's)
+    WARM: dict[str, tuple[str, ...]] = {"postgres": ("psycopg",)}
+
+    @classmethod
+    def warm(cls, kind: str, options: dict) -> None:
+        """Import what a call on a ``kind`` backend will import (:data:`WARM`), in the server, once."""
+        for module in cls.WARM.get(kind, ()):
+            importlib.import_module(module)
+
     # ---- the calls (override)
     def setup(self) -> None:
         """Create your store's tables (the ledger's exist already)."""
@@ -389,9 +399,16 @@ class Server:
 
     def __init__(self, adapter_cls: type, options: dict | None = None):
         self.cls, self.options = adapter_cls, dict(options or {})
+        self.warmed: set[str] = set()  # backend kinds whose lazy imports this server made (Adapter.warm)
 
     def build(self, req: dict, hooks: KillAtPoint) -> Adapter:
         return self.cls(req["backend"], Graph(req["graph"]), hooks, {**self.options, **req.get("options", {})})
+
+    def warm(self, req: dict) -> None:
+        kind = req["backend"]["kind"]
+        if kind not in self.warmed:
+            self.warmed.add(kind)
+            self.cls.warm(kind, self.options)
 
     def _child(self, parent: int, rfd: int, wfd: int, req: dict) -> None:
         die_with_parent(parent)
@@ -479,6 +496,7 @@ class Server:
     def serve(self, requests, replies) -> None:
         for line in requests:
             req = json.loads(line)
+            self.warm(req)
             reply = self.race(req) if req.get("call") == "race" else self.call(req)
             replies.write(json.dumps(reply, default=str) + "\n")
             replies.flush()
