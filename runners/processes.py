@@ -78,8 +78,8 @@ def read_line(fd: int, timeout: float) -> bytes:
     buf = b""
     deadline = time.monotonic() + timeout
     while not buf.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        left = max(0.0, deadline - time.monotonic())  # past the deadline: what is already there, no waiting
+        if not select.select([fd], [], [], left)[0]:
             return buf + b"T"  # timed out
         chunk = os.read(fd, 65536)
         if not chunk:

@@ -63,6 +63,22 @@ def _ledger(folder: str, ns: str) -> None:
     conn.close()
 
 
+@pytest.mark.parametrize("read_line", [protocol._read_line, __import__("runners.processes").processes.read_line],
+                         ids=["env server", "lab"])
+def test_a_spent_race_deadline_still_reads_the_answers_already_written(read_line):
+    """A race reads its k racers against one deadline, so a late reader may have no time left: it must still take
+    a line already in the pipe (planted bug: a spent deadline reported every later racer as silent, or the old
+    per-racer timeout, k x 60 s for a hung race); with nothing there it times out at once."""
+    rfd, wfd = os.pipe()
+    try:
+        assert read_line(rfd, 0.0) == b"T"
+        os.write(wfd, b'{"status": "done"}\n')
+        assert read_line(rfd, 0.0) == b'{"status": "done"}\n'
+    finally:
+        os.close(rfd)
+        os.close(wfd)
+
+
 def test_swallowed_exception_is_not_a_pass(tmp_path):
     """An adapter that swallows an exception and answers 'done' is reported as an error, which the harness records
     as a failed call (planted bug: a server that trusts the adapter's answer, so a crashed framework scores as a

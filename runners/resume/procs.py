@@ -243,9 +243,9 @@ class RacerPool:
         """Every racer resumes ``run_id`` after the barrier and its jitter; their answers (None: no answer)."""
         for (pid, cmd_w, _), label, jitter in zip(self.racers, labels, jitters_s):
             os.write(cmd_w, (json.dumps({"run": run_id, "value": value, "label": label, "jitter_s": jitter}) + "\n").encode())
-        out = []
+        out, deadline = [], time.monotonic() + self.timeout_s  # one deadline for the race, not one per racer
         for pid, _, out_r in self.racers:
-            line = read_line(out_r, self.timeout_s)
+            line = read_line(out_r, max(0.0, deadline - time.monotonic()))
             out.append(json.loads(line) if line.endswith(b"\n") else None)
         self._judge(out, labels)
         return out

@@ -346,8 +346,8 @@ def die_with_parent(parent: int) -> None:
 def _read_line(fd: int, timeout: float) -> bytes:
     buf, deadline = b"", time.monotonic() + timeout
     while not buf.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        left = max(0.0, deadline - time.monotonic())  # past the deadline: what is already there, no waiting
+        if not select.select([fd], [], [], left)[0]:
             return buf + b"T"
         chunk = os.read(fd, 65536)
         if not chunk:
@@ -484,9 +484,9 @@ class Server:
             pid = _fork(self._racer, os.getpid(), wfd, barrier, req, i)
             os.close(wfd)
             racers.append((pid, rfd))
-        answers = []
+        answers, deadline = [], time.monotonic() + timeout  # one deadline for the race, not one per racer
         for pid, rfd in racers:
-            line = _read_line(rfd, timeout)
+            line = _read_line(rfd, max(0.0, deadline - time.monotonic()))
             os.close(rfd)
             answers.append(json.loads(line) if line.endswith(b"\n") else None)
         for pid, _ in racers:
