@@ -401,6 +401,8 @@ ROWS = [
         "groups": {"g": {"contracts": [3]}}}}), "line 1: meta.groups: g: contracts"),
     check_row("check-meta-graph-shape", history("resume", head={"history": 1, "family": "resume", "meta": {
         "graph": {"name": "x"}}}), "line 1: meta.graph"),
+    check_row("check-meta-stores-read-not-bool", history("resume", head={"history": 1, "family": "resume", "meta": {
+        "stores_read": "yes"}}), "line 1: meta.stores_read: must be true or false"),
     # the common fields of an operation
     check_row("check-line-not-json", history("revalidation", 3, raw="{index: 1}"), "line 3: not JSON"),
     check_row("check-line-not-object", history("revalidation", 2, raw="[1, 2]"), "line 2: expected a JSON object"),

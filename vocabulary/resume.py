@@ -334,6 +334,10 @@ class TraceRow:
 # --------------------------------------------------------------------- the history format (driftlab check)
 
 
+#: a history's meta key: the harness read the stores (checkpoints, ledger) into the history after the calls
+STORES_READ = "stores_read"
+
+
 def _graph(raw) -> str | None:
     if not isinstance(raw, dict):
         return f"must be an object {{name, nodes: [{{name, effects, interrupt, invalid, work_ms}}]}} (got {raw!r})"
@@ -368,7 +372,11 @@ HISTORY = HistorySchema(
                 Key("kind", "string", ALWAYS, choices=(NODE_RUN, CONSUME, MEMO)), Key("node", "string"),
                 Key("op", "string"), Key("at", "number"), Key("resume", "any"))),
     ),
-    meta=(MetaKey("graph", "the graph, `GraphSpec.to_dict()`: the schema, the interrupt, the gated node", _graph),),
+    meta=(MetaKey("graph", "the graph, `GraphSpec.to_dict()`: the schema, the interrupt, the gated node", _graph),
+          MetaKey(STORES_READ, "`true` when the harness read the stores after the calls: an execution with no "
+                  "checkpoint, effect or trace entry then left nothing durable (judged), not a history without its "
+                  "stores (unknown)", lambda raw: None if isinstance(raw, bool) else f"must be true or false (got "
+                  f"{raw!r})")),
     partition=("group", "run"),
     separable=False,
 )

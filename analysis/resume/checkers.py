@@ -19,7 +19,9 @@ runtime says about itself.  A resume history (family ``resume``) holds:
 All times are ``time.time()`` of one machine.  A property with nothing to
 judge (no fork for FD, no two recoveries from one frontier for RD) is valid
 and its summary says it was vacuous.  A history with no ledger or checkpoint
-entries at all makes the properties that need them ``unknown``.
+entries at all makes the properties that need them ``unknown``, unless its
+meta says ``stores_read: true`` (the harness read the stores after the calls
+and they held nothing: a run killed before anything of it was durable).
 
 Definitions (each checker's docstring has its own):
 
@@ -36,7 +38,7 @@ from typing import Any
 
 from vocabulary import CheckResult, History, Operation, Verdict, Witness
 from vocabulary.resume import (CALLS, CHECKPOINT, CO, CONSUME, CV, EFFECT, EO, FAMILY, FD, FORK, LIVENESS, MEMO,
-                               NODE_RUN, PC, RD, RECOVER, REFUSED, RESUME, TRACE, GraphSpec)
+                               NODE_RUN, PC, RD, RECOVER, REFUSED, RESUME, STORES_READ, TRACE, GraphSpec)
 from vocabulary.resume import HISTORY  # noqa: F401 - the declared history format `driftlab check` validates
 
 
@@ -50,12 +52,13 @@ class View:
     effects: list[Operation] = field(default_factory=list)
     traces: list[Operation] = field(default_factory=list)
     checkpoints: list[Operation] = field(default_factory=list)
+    stores_read: bool = False  # meta ``stores_read`` is exactly true
 
     @classmethod
     def of(cls, history: History) -> "View":
         raw = history.meta.get("graph")
         graph = GraphSpec.from_dict(raw) if isinstance(raw, dict) else None
-        v = cls(history, graph)
+        v = cls(history, graph, stores_read=history.meta.get(STORES_READ) is True)
         for op in history.operations:
             if op.name in CALLS:
                 v.calls.append(op)
@@ -69,7 +72,8 @@ class View:
 
     @property
     def has_stores(self) -> bool:
-        return bool(self.effects or self.traces or self.checkpoints)
+        """Entries of the stores, or the harness's word that it read them and they held nothing of these runs."""
+        return bool(self.effects or self.traces or self.checkpoints) or self.stores_read
 
     def runs(self) -> list[str]:
         seen: dict[str, None] = {}

@@ -22,8 +22,8 @@ from runners.plugins import call_plugin, expect
 from runners.resume.procs import CallResult, build
 from scenarios.resume.loader import FaultCell
 from vocabulary import INDETERMINATE, History, Operation
-from vocabulary.resume import (CHECKPOINT, EFFECT, FAMILY, FORK, PARKED, RECOVER, REPLAY, RESUME, START, TRACE, UPDATE,
-                               Backend, Checkpoint, GraphSpec)
+from vocabulary.resume import (CHECKPOINT, EFFECT, FAMILY, FORK, PARKED, RECOVER, REPLAY, RESUME, START, STORES_READ,
+                               TRACE, UPDATE, Backend, Checkpoint, GraphSpec)
 
 
 @dataclass
@@ -132,6 +132,7 @@ def finish(rec: Recorder, runtime: str, backend: Backend, graph: GraphSpec) -> H
             rec.add("ledger", EFFECT, "ok", e.at, e.at, e.to_dict())
         for t in rt.ledger.traces():
             rec.add("ledger", TRACE, "ok", t.at, t.at, t.to_dict())
+        rec.meta[STORES_READ] = True  # an execution with no entries left nothing durable (analysis/resume/checkers)
     finally:
         rt.close()
     return rec.history()

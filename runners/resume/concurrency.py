@@ -28,7 +28,7 @@ from runners.resume.cells import Recorder, setup_backend
 from runners.resume.procs import build, racers
 from scenarios.resume.loader import by_kind
 from vocabulary import History
-from vocabulary.resume import CHECKPOINT, EFFECT, REFUSED, TRACE
+from vocabulary.resume import CHECKPOINT, EFFECT, REFUSED, STORES_READ, TRACE
 
 
 def grid(options: Options):
@@ -138,6 +138,7 @@ def _races(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: 
                         rec.add("ledger", EFFECT, "ok", e.at, e.at, e.to_dict())
                     for t in driver.ledger.traces(run):
                         rec.add("ledger", TRACE, "ok", t.at, t.at, t.to_dict())
+                    rec.meta[STORES_READ] = True
                     mine = History("resume", tuple(rec.ops[first:]), rec.history().meta)
                     results = check_all(mine)
                     inert = CO_INERT.check(mine).verdict.value

@@ -10,7 +10,7 @@ from histories import history
 
 from analysis.resume.checkers import CHECKERS, check_all
 from vocabulary import Verdict
-from vocabulary.resume import CO, DEFAULT_GRAPH, EO, LIVENESS, PC
+from vocabulary.resume import CO, DEFAULT_GRAPH, EO, LIVENESS, PC, STORES_READ
 
 OK, INDET = "ok", "indeterminate"
 META = {"graph": DEFAULT_GRAPH.to_dict()}
@@ -120,6 +120,23 @@ def test_no_graph_or_no_stores_is_unknown_never_valid():
     assert {r.verdict for r in check_all(history("resume", rows, {})).values()} == {Verdict.UNKNOWN}
     calls_only = [r for r in rows if r[1] != "checkpoint"]
     assert {r.verdict for r in check_all(history("resume", calls_only, META)).values()} == {Verdict.UNKNOWN}
+    for flag in (False, "true", 1):  # only the harness's exact word counts
+        flagged = history("resume", calls_only, {**META, STORES_READ: flag})
+        assert {r.verdict for r in check_all(flagged).values()} == {Verdict.UNKNOWN}
+
+
+def test_stores_read_and_empty_is_judged_not_unknown():
+    """Bug class: a run killed before anything of it was durable (no checkpoint, effect or trace) judged unknown
+    although the harness read the stores (meta stores_read: true), hiding every other cell's verdict in the fold;
+    and the reverse: the flag must not make a killed call's missing effects pass where the stores do hold them."""
+    killed = [call("start", "r1", "a", None, None, status=INDET, start=0),
+              call("recover", "r1", "b", "refused", None, start=1, end=2)]
+    results = check_all(history("resume", killed, {**META, STORES_READ: True}))
+    assert {r.verdict for r in results.values()} == {Verdict.VALID}
+    twice = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
+                            call("resume", "r1", "b", "done", "no", start=4, end=5), consume("r1", "b", "no", 4.5)]
+    assert verdict(CO, twice) is Verdict.INVALID
+    assert check_all(history("resume", twice, {**META, STORES_READ: True}))[CO].verdict is Verdict.INVALID
 
 
 # ------------------------------------------------------------------ effects and prefix
