@@ -335,26 +335,47 @@ class RecoveryDeterminism(_Base):
 
 
 class Liveness(_Base):
-    """Liveness: a run that parked and was resumed (by calls that completed) had at least one resume served."""
+    """Liveness: refusing every resume, or failing every recovery, is not conformance.
+
+    - a run that parked and was resumed (by calls that completed) had at least one resume served;
+    - a run a crash killed (an indeterminate call), with something of it durable when it was first recovered (a
+      checkpoint created before that recovery started) and unfinished in the end (its head short of the last
+      node), is continued by at least one of the recoveries that completed after the kill: a framework that refuses to restore it (pydantic-graph's ``GraphRuntimeError`` for a node left
+      running) leaves a run that can never finish.  A run killed before anything of it was durable is not judged.
+    """
 
     name = LIVENESS
 
     def judge(self, v: View) -> CheckResult:
-        out, judged = [], 0
+        out, resumed, recovered = [], 0, 0
         for run in v.runs():
+            calls = [c for c in v.calls if c.value.get("run") == run]
+            kills = [c.index for c in calls if c.indeterminate]
+            recoveries = [c for c in calls if c.name == RECOVER and not c.indeterminate and kills
+                          and c.index > kills[-1]]
+            durable = recoveries and any((c.value.get("created") or 0) < (recoveries[0].start or 0)
+                                         for c in v.checkpoints_of(run))  # at the first recovery, not afterwards
+            if durable and not v.done(run):
+                recovered += 1
+                if all(c.status == "fail" for c in recoveries):
+                    out.append(Witness((kills[-1], *(c.index for c in recoveries)), (
+                        f"run {run} was killed (#{kills[-1]}) short of its last node with checkpoints in its store, "
+                        f"and every one of its {len(recoveries)} recoveries after the kill failed (first: "
+                        f"{recoveries[0].value.get('reason') or 'no reason given'}): a run that cannot be continued "
+                        f"after a crash is not conformance.")))
             if not any(c.value.get("parked") for c in v.checkpoints_of(run)):
                 continue
-            resumes = [c for c in v.calls if c.name == RESUME and c.value.get("run") == run and not c.indeterminate]
+            resumes = [c for c in calls if c.name == RESUME and not c.indeterminate]
             if not resumes:
                 continue
-            judged += 1
+            resumed += 1
             consumed = any(t.value.get("kind") == CONSUME and t.value.get("run") == run for t in v.traces)
             if not consumed and all(c.value.get("state") == REFUSED for c in resumes):
                 out.append(Witness(tuple(c.index for c in resumes), (
                     f"run {run} parked at its interrupt and every one of its {len(resumes)} resumes was refused "
                     f"(first: {resumes[0].value.get('reason') or 'no reason given'}): refusing everything is not "
                     f"conformance.")))
-        return _result(self.name, out, f"{judged} parked runs resumed")
+        return _result(self.name, out, f"{resumed} parked runs resumed, {recovered} crashed runs recovered")
 
 
 CHECKERS = {c.name: c for c in (PrefixConsistency(), EffectExactlyOnce(), ForkDeterminism(), CheckpointValidity(),

@@ -112,6 +112,39 @@ def test_liveness_holds_when_one_resume_of_the_run_was_served():
     assert CHECKERS[LIVENESS].check(history("resume", killed, META)).summary.startswith("0 parked runs")
 
 
+def _killed_resume(run, recoveries, done_at=None, parked_at=1.0):
+    """r parked at ``parked_at``, its resume killed at 2, then recoveries (state, start) in order."""
+    rows = parked(run, t=parked_at) + [call("resume", run, "k", None, "yes", status=INDET, start=2)]
+    for i, (state, start) in enumerate(recoveries):
+        rows.append(call("recover", run, f"r{i}", state, status=OK if state in ("parked", "done") else "fail",
+                         start=start, end=start + 0.5))
+    if done_at is not None:
+        done = {"input": "i", "approval": "yes", "steps": 4, "log": []}
+        rows.append(("store", "checkpoint", OK, {"run": run, "step": 4, "values": done, "created": done_at,
+                                                 "parked": False}, done_at, done_at))
+    return rows
+
+
+@pytest.mark.parametrize("recoveries,done_at,parked_at,expected", [
+    ([("failed", 3)], None, 1.0, Verdict.INVALID),  # the framework cannot restore a killed run: stuck for good
+    ([("refused", 3), ("failed", 4)], None, 1.0, Verdict.INVALID),  # every recovery, not only the first
+    ([("failed", 3), ("done", 4)], 4.2, 1.0, Verdict.VALID),  # a later recovery continued it
+    ([("failed", 3)], 5.0, 1.0, Verdict.VALID),  # finished in the end (another call continued it)
+    ([("failed", 3)], None, 3.5, Verdict.VALID),  # nothing durable when recovered: a lost start is not judged
+    ([], None, 1.0, Verdict.VALID),  # no recovery made: nothing to judge
+], ids=["one-failed", "all-failed", "second-served", "done-later", "not-durable-yet", "no-recovery"])
+def test_liveness_after_a_crash_needs_one_recovery_that_continues(recoveries, done_at, parked_at, expected):
+    """Bug classes: a killed run that every recovery fails to restore (pydantic-graph's GraphRuntimeError, REMIT's
+    claim held by the dead process) read as live because no resume was refused; and the reverse: a run credited
+    as stuck although a later recovery served it, although it finished, or although nothing of it was durable
+    when it was recovered (checkpoints written afterwards by another call do not count)."""
+    rows = _killed_resume("r1", recoveries, done_at, parked_at)
+    res = CHECKERS[LIVENESS].check(history("resume", rows, META))
+    assert res.verdict is expected, res
+    if expected is Verdict.INVALID:
+        assert "run r1 was killed" in res.witnesses[0].explanation and "recoveries" in res.witnesses[0].explanation
+
+
 # ------------------------------------------------------------------ nothing to judge by
 def test_no_graph_or_no_stores_is_unknown_never_valid():
     """Bug class: unknown folded into valid: without the graph, or without any ledger or checkpoint entry, every

@@ -289,11 +289,11 @@ def test_liveness_witness_names_the_first_refusal_reason():
                        call("resume", "r1", "b", "refused", "yes", start=4, end=5)]
     assert judge(LIVENESS, rows) == (I, [((2, 3), (
         "run r1 parked at its interrupt and every one of its 2 resumes was refused (first: already consumed): "
-        "refusing everything is not conformance."))], "1 parked runs resumed; 1 violation(s)")
+        "refusing everything is not conformance."))], "1 parked runs resumed, 0 crashed runs recovered; 1 violation(s)")
     no_reason = parked() + [call("resume", "r1", "a", "refused", "yes", start=2, end=3)]
     assert "(first: no reason given)" in judge(LIVENESS, no_reason)[1][0][1]
     never_parked = [cp("r1", 1, PARKED, 1.0), call("resume", "r1", "a", "refused", "yes", start=2, end=3)]
-    assert judge(LIVENESS, never_parked) == (V, [], "0 parked runs resumed")
+    assert judge(LIVENESS, never_parked) == (V, [], "0 parked runs resumed, 0 crashed runs recovered")
     consumed = no_reason + [tr("r1", 1, "approve", "consume", "a", 2.5, "yes")]
     assert judge(LIVENESS, consumed)[0] is V  # the value was consumed although the answer said refused
 

@@ -1,0 +1,80 @@
+"""pydantic-graph 1.107 (FileStatePersistence, iter_from_persistence) under the resume harness (issue 14).
+
+The env is built from its lock on first use (``data/envs/pydantic-graph-1.107``), every crash is a real SIGKILL of
+a child of the env's fork server and every recovery a new process.  One fault cell (a SIGKILL after the gated
+effect of a resume, then recovery) and one k=2 race, as ``test_resume_framework_adapters.py`` does for the other
+frameworks; the assertions tie each verdict to what the ledger and pydantic-graph's file hold, so that a wrong lab
+or adapter fails, whatever the release under test does.
+"""
+from __future__ import annotations
+
+from test_resume_framework_adapters import _fault, _fired
+
+RUNTIME = "pydantic-graph@1.107"
+
+
+def _calls(history, name: str) -> list:
+    return [op for op in history.operations if op.actor == "driver" and op.name == name]
+
+
+def test_fault_cell_sigkill_after_gated_effect():
+    """SIGKILL after the gated effect (charge) of a resume, recovery in a new process: the kill is a real signal 9,
+    EO is invalid exactly when the ledger holds a second charge, and the recovery's answer is what pydantic-graph's
+    file allows: the node's snapshot was left 'running', so either the framework refused to restore it (failed, its
+    GraphRuntimeError, no node re-run, no effect fired by the recovery, the run's newest snapshot the killed node's)
+    or it re-ran and the ledger says so (planted bugs: a 'crash' that unwinds instead of dying, which lets
+    pydantic-graph record the node 'error' or finish it; a recovery in the killed process; an adapter that runs the
+    node itself behind pydantic-graph's back, or that hides the framework's error as parked/done)."""
+    records, history = _fault(RUNTIME, "crash_resume_after_effect_act")
+    verdicts = dict(zip(records["property"], records["verdict"]))
+    witnesses = dict(zip(records["property"], records["witness"]))
+    assert records["sigkills"][0] >= 1 and records["processes"][0] >= 3
+    resumes = _calls(history, "resume")
+    assert resumes and all(op.status == "indeterminate" and op.value.get("killed_by") == 9 for op in resumes)
+    charges = _fired(history, "charge")
+    twice = any(n > 1 for n in charges.values())
+    assert (verdicts["EO"] == "invalid") == twice
+    for prop, verdict in verdicts.items():
+        assert verdict != "invalid" or witnesses[prop], f"{prop} invalid without a witness"
+    effects = [op for op in history.operations if op.name == "effect"]
+    traces = [op for op in history.operations if op.name == "trace"]
+    for rec in _calls(history, "recover"):
+        run, label = rec.value["run"], rec.value["op"]
+        assert charges.get(run) >= 1  # the killed resume's charge is in the ledger
+        mine_fx = [e for e in effects if e.value.get("op") == label]
+        mine_tr = [t for t in traces if t.value.get("op") == label]
+        if rec.value["state"] == "failed":  # pydantic-graph refused to restore a node left 'running'
+            assert "GraphRuntimeError" in rec.value["reason"]
+            assert not mine_fx and not mine_tr  # nothing ran in the recovery
+            cps = [op.value for op in history.operations if op.name == "checkpoint" and op.value["run"] == run]
+            assert cps[-1]["next"] == "act" and not any(cp["next"] is None for cp in cps)  # never finished
+            assert charges[run] == 1
+        else:  # the framework re-ran: the ledger must show it and EO judge it
+            assert rec.value["state"] == "done"
+            assert any(t.value.get("node") == "act" for t in mine_tr)
+            assert (verdicts["EO"] == "invalid") == (charges[run] > 1)
+
+
+def test_race_k2():
+    """Two racers forked from the env's warm server resume one parked interrupt: both answer, the gated effect
+    fired matches the consumptions in the ledger, and since pydantic-graph's load_next claims the one 'created'
+    snapshot under its file lock, one racer is served and the other refused by the framework before any node ran
+    (planted bugs: racers that never answer or whose answers are lost; an adapter that reads the file and runs the
+    interrupt node itself, which would serve both and charge twice; a refusal invented by the adapter instead of
+    pydantic-graph's own)."""
+    from runners.experiment import Options
+    from runners.resume.concurrency import race_cell
+
+    out = race_cell("resume_frameworks", RUNTIME, "sqlite", 2, 0.0, 1, 7, Options())
+    r, history = out.records, out.history
+    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] == 2
+    assert r["effects_fired"][0] <= 1 or r["co_verdict"][0] == "invalid"  # a gated effect fired twice breaks CO
+    racers = [op for op in history.operations if op.actor.startswith("racer-")]
+    consumed = [op for op in history.operations if op.name == "trace" and op.value.get("kind") == "consume"]
+    charged = [op for op in history.operations if op.name == "effect" and op.value.get("effect") == "charge"]
+    assert len(racers) == 2 and len(charged) == r["effects_fired"][0] == len(consumed)
+    assert r["effects_fired"] == [1] and r["served"] == [1] and r["refused"] == [1]
+    loser = next(op for op in racers if op.value["state"] == "refused")
+    winner = next(op for op in racers if op.value["state"] != "refused")
+    assert "GraphRuntimeError" in loser.value["reason"]
+    assert winner.value["state"] == "done" and consumed[0].value["op"] == winner.value["op"]
