@@ -96,31 +96,36 @@ def test_driftlab_check_judges_a_stored_resume_history(tmp_path):
             assert "instead of being refused" in done.stdout
 
 
-def _hold_big_race(task: tuple[str, str, float]) -> tuple[float, float]:
-    """Hold the big-race lock ``hold_s``, building an index CONCURRENTLY meanwhile, as DBOS's migration does."""
+def _hold_big_race(task: tuple[str, str, float, int]) -> tuple[float, float]:
+    """Hold the race lock of a k = 16 race of ``per_racer`` connections each for ``hold_s``; a race that has the
+    server to itself builds an index CONCURRENTLY meanwhile, as DBOS's migration does."""
     import psycopg
     from psycopg import sql
 
     from runners.backends import postgres_dsn
-    from runners.resume.concurrency import one_big_race_at_a_time
+    from runners.resume.concurrency import RACE_CONNECTIONS, one_big_race_at_a_time
 
-    schema, index, hold_s = task
-    with one_big_race_at_a_time("postgres", 16):
+    schema, index, hold_s, per_racer = task
+    with one_big_race_at_a_time("postgres", 16, per_racer):
         got = time.time()
         time.sleep(hold_s / 3)  # the other worker waits for the lock by now
-        with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY {} ON {} (x)").format(
-                sql.Identifier(index), sql.Identifier(schema, "t")))
+        if 16 * per_racer > RACE_CONNECTIONS:
+            with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
+                conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY {} ON {} (x)").format(
+                    sql.Identifier(index), sql.Identifier(schema, "t")))
         time.sleep(max(0.0, hold_s - (time.time() - got)))
         return got, time.time()
 
 
 @pytest.mark.postgres
-def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, monkeypatch):
-    """Two k = 16 races in two workers: one holds the server while the other waits, and the waiter's time limit
-    counts from when it has the lock (planted bugs: no lock, so the racers of both fill max_connections; a limit
-    that counts the wait, so a cell queued behind a big race is killed as if it had hung; a wait inside a statement,
-    whose snapshot the holder's CREATE INDEX CONCURRENTLY (DBOS's migration) waits for: a deadlock)."""
+@pytest.mark.parametrize("per_racer", [5, 2], ids=["dbos-like", "lab-like"])
+def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, monkeypatch, per_racer):
+    """Two k = 16 races in two workers.  With DBOS's 5 connections per racer (80 each) one holds the server while
+    the other waits, and the waiter's time limit counts from when it has the lock (planted bugs: no lock, so the
+    racers of both fill max_connections; a limit that counts the wait, so a cell queued behind a big race is killed
+    as if it had hung; a wait inside a statement, whose snapshot the holder's CREATE INDEX CONCURRENTLY (DBOS's
+    migration) waits for: a deadlock).  With the lab's 2 per racer (32 each) both run at once (planted bug: every
+    k = 16 race serialized whatever it holds, idling the other worker)."""
     import secrets
 
     import psycopg
@@ -135,8 +140,8 @@ def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, 
         conn.execute(sql.SQL("CREATE TABLE {} (x int)").format(sql.Identifier(schema, "t")))
         try:
             hold, limit = 1.0, 1.6  # each holds for less than its limit; waiting plus holding is more
-            tasks = [(schema, f"i{n}", hold) for n in range(2)]
+            tasks = [(schema, f"i{n}", hold, per_racer) for n in range(2)]
             spans = sorted(span for _, span in run_workers(_hold_big_race, tasks, 2, limit))
         finally:
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
-    assert spans[1][0] >= spans[0][1]
+    assert (spans[1][0] >= spans[0][1]) == (per_racer == 5)

@@ -117,6 +117,14 @@ def supports(runtime: str, point: str) -> bool:
 
 
 @cache
+def connections_per_racer(runtime: str) -> int:
+    """PostgreSQL connections one racer of ``runtime`` holds: its env's declaration, or the lab's default."""
+    from mechanisms.resume.frameworks import CONNECTIONS_PER_RACER, declared
+
+    d = declared().get(runtime)
+    return d.connections_per_racer if d else CONNECTIONS_PER_RACER
+
+
 def postgres_reachable() -> str:
     """'' if PostgreSQL answers at the lab's DSN, else the one-line reason (asked once per process)."""
     from runners.backends import check_postgres

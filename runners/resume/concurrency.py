@@ -11,9 +11,10 @@ Per cell a warm pool of k resumer processes is forked once
 process) starts a run that parks, the k racers meet at one barrier, each
 waits its own seeded jitter and resumes.  The record counts the gated
 effects the run fired, the racers served, refused and unanswered, and the
-checkers' CO and EO verdicts on the race's history.  On PostgreSQL a race of
-k >= 8 has the server to itself (:func:`one_big_race_at_a_time`): the
-racers' connections must fit its ``max_connections``.
+checkers' CO and EO verdicts on the race's history.  On PostgreSQL a race
+whose racers hold more than :data:`RACE_CONNECTIONS` connections has the
+server to itself (:func:`one_big_race_at_a_time`): the racers' connections
+must fit its ``max_connections``.
 """
 from __future__ import annotations
 
@@ -38,8 +39,11 @@ def grid(options: Options):
     return grids[0]
 
 
-#: a race of at least this many racers on PostgreSQL has the server to itself (:func:`one_big_race_at_a_time`)
-BIG_RACE = 8
+#: a race whose racers hold more PostgreSQL connections than this has the server to itself
+#: (:func:`one_big_race_at_a_time`): two shared races then hold at most 72 of a stock server's 97 client slots,
+#: drivers and the lab's own connections beside them.  Measured peaks of a k = 16 race: 35-36 connections for
+#: the lab's runtimes, LangGraph and LlamaIndex (2 per racer), 83 for DBOS (5 per racer)
+RACE_CONNECTIONS = 36
 RACE_LOCK, INTENT_LOCK = 0x64726674, 0x64726675  # the advisory locks' keys ("drft", "drfu")
 POLL_S = 0.1
 
@@ -52,8 +56,10 @@ def _take(conn, sql: str, key: int) -> None:
 
 
 @contextmanager
-def one_big_race_at_a_time(backend_kind: str, k: int) -> Iterator[None]:
-    """A race cell on PostgreSQL holds the server's advisory lock: shared, or exclusive for ``k >= BIG_RACE``.
+def one_big_race_at_a_time(backend_kind: str, k: int, per_racer: int) -> Iterator[None]:
+    """A race cell on PostgreSQL holds the server's advisory lock: shared, or exclusive when its k racers hold
+    more than :data:`RACE_CONNECTIONS` connections (``per_racer`` each: the runtime's declared
+    ``connections_per_racer``).
 
     Each racer is a process with connections of its own (a framework's pools,
     the lab's ledger): DBOS's k = 16 racers hold 82 of a stock server's 100
@@ -75,7 +81,7 @@ def one_big_race_at_a_time(backend_kind: str, k: int) -> Iterator[None]:
     from runners.workers import restart_clock
 
     with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
-        if k >= BIG_RACE:
+        if k * per_racer > RACE_CONNECTIONS:
             _take(conn, "SELECT pg_try_advisory_lock(%s)", INTENT_LOCK)
             _take(conn, "SELECT pg_try_advisory_lock(%s)", RACE_LOCK)
         else:
@@ -89,7 +95,7 @@ def one_big_race_at_a_time(backend_kind: str, k: int) -> Iterator[None]:
 def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: float, repetitions: int,
               seed: int, options: Options, per_property: bool = False, fault_cell: str = "") -> CellOutput:
     """``repetitions`` races of k warm resumers on one backend; records per race (or per race x property)."""
-    with one_big_race_at_a_time(backend_kind, k):
+    with one_big_race_at_a_time(backend_kind, k, rc.connections_per_racer(runtime)):
         return _races(experiment, runtime, backend_kind, k, jitter_ms, repetitions, seed, options, per_property,
                       fault_cell)
 

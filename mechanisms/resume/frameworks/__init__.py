@@ -17,6 +17,11 @@ from pathlib import Path
 ENVS = Path(__file__).resolve().parents[3] / "data" / "envs"
 
 
+#: PostgreSQL connections one racer holds unless its env declares otherwise: its store's and the ledger's (a k = 16
+#: race of the lab's runtimes, LangGraph or LlamaIndex peaks at 35-36 connections, driver included)
+CONNECTIONS_PER_RACER = 2
+
+
 @dataclass(frozen=True)
 class Declared:
     """One runtime row served by a framework environment (``[tool.driftlab.runtimes."<name>"]``)."""
@@ -32,6 +37,8 @@ class Declared:
     not_applicable: dict[str, str] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     options: dict = field(default_factory=dict)  # passed to the adapter as ``self.options``
+    #: PostgreSQL connections one racer holds (a framework's pools): how many races may share the server
+    connections_per_racer: int = CONNECTIONS_PER_RACER
 
 
 @cache
@@ -48,7 +55,7 @@ def declared(root: Path = ENVS) -> dict[str, Declared]:
                          spec.get("release", name.partition("@")[2]), spec.get("variant", ""),
                          tuple(spec.get("backends", ("sqlite",))),
                          dict(spec.get("not_applicable", {})), tuple(spec.get("aliases", ())),
-                         dict(spec.get("options", {})))
+                         dict(spec.get("options", {})), int(spec.get("connections_per_racer", CONNECTIONS_PER_RACER)))
             for n in (name, *d.aliases):
                 out[n] = d
     return out
