@@ -309,7 +309,10 @@ def _step_server_main() -> None:
     die_with_parent(os.getppid())  # Ctrl-C or SIGKILL of the cell's process ends the server (and its steps) at once
     replies = os.fdopen(os.dup(1), "w")  # replies on the original stdout; whatever steps print goes to stderr
     os.dup2(2, 1)
-    serve_steps(sys.stdin, replies)
+    try:
+        serve_steps(sys.stdin, replies)
+    except BrokenPipeError:  # the cell's process died (Ctrl-C) between a request and its reply: nothing to tell
+        os._exit(0)
 
 
 # ------------------------------------------------------------------ starting together

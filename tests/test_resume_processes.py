@@ -118,6 +118,7 @@ def _hold_big_race(task: tuple[str, str, float, int]) -> tuple[float, float]:
 
 
 @pytest.mark.postgres
+@pytest.mark.xdist_group("race_lock")  # both rows on one worker: each takes the server's race lock itself
 @pytest.mark.parametrize("per_racer", [5, 2], ids=["dbos-like", "lab-like"])
 def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, monkeypatch, per_racer):
     """Two k = 16 races in two workers.  With DBOS's 5 connections per racer (80 each) one holds the server while

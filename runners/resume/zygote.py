@@ -158,7 +158,10 @@ def _main() -> None:
     import mechanisms.resume.sequencer  # noqa: F401
     replies = os.fdopen(os.dup(1), "w")  # replies on the original stdout; whatever children print goes to stderr
     os.dup2(2, 1)
-    serve(sys.stdin, replies)
+    try:
+        serve(sys.stdin, replies)
+    except BrokenPipeError:  # the lab's process died (Ctrl-C) between a request and its reply: nothing to tell
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ for _var, _val in (("CREWAI_DISABLE_TELEMETRY", "true"), ("CREWAI_DISABLE_TRACKI
                    ("CREWAI_DISABLE_VERSION_CHECK", "true")):
     os.environ.setdefault(_var, _val)
 
+import json  # noqa: E402
 import sqlite3  # noqa: E402
 import warnings  # noqa: E402
 from datetime import datetime  # noqa: E402
@@ -247,8 +248,6 @@ class CrewAIAdapter(Adapter):
         return bool(self._query("SELECT 1 FROM pending_feedback WHERE flow_uuid = ?", (run_id,)))
 
     def checkpoints(self, run_id: str) -> list[dict]:
-        import json
-
         out, parent, prev_method, n = [], None, None, len(self.graph.nodes)
         for rid, method, ts, state_json in self._rows(run_id):
             if method == self.ask:
@@ -259,9 +258,10 @@ class CrewAIAdapter(Adapter):
                 continue
             prev_method = method
             values = as_dict(json.loads(state_json))
-            out.append(self.checkpoint(f"flow_states/{rid}", run_id, step, self.graph.names[step] if step < n else None, values,
-                                       parent, datetime.fromisoformat(ts).timestamp(), parked))
-            parent = f"flow_states/{rid}"
+            cid, nxt = f"flow_states/{rid}", self.graph.names[step] if step < n else None
+            out.append(self.checkpoint(cid, run_id, step, nxt, values, parent, datetime.fromisoformat(ts).timestamp(),
+                                       parked))
+            parent = cid
         return out
 
     def state(self, run_id: str) -> dict:

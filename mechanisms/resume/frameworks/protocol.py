@@ -530,7 +530,10 @@ def main(argv: list[str]) -> None:
     options = json.loads(argv[1]) if len(argv) > 1 else {}
     replies = os.fdopen(os.dup(1), "w")  # replies on the original stdout; what children print goes to stderr
     os.dup2(2, 1)
-    me.Server(cls, options).serve(sys.stdin, replies)
+    try:
+        me.Server(cls, options).serve(sys.stdin, replies)
+    except BrokenPipeError:  # the lab's process died (Ctrl-C) between a request and its reply: nothing to tell
+        os._exit(0)
 
 
 if __name__ == "__main__":
