@@ -17,10 +17,11 @@ it.  Here every worker has its own pipe and runs one task at a time, so:
   workers), and closes the file descriptors registered with
   :func:`keep_from_workers` (the run folder's lock: a worker must never hold
   it after the main process is gone);
-- a task that waited for a resource another task holds (e.g. a lock on a
-  shared server) calls :func:`restart_clock` once it has it: its time limit
-  then counts from that moment, so the wait never eats it (the holder has a
-  limit of its own).
+- a task that waits for a resource another task holds (e.g. a lock on a
+  shared server) calls :func:`pause_clock` before it waits and
+  :func:`restart_clock` once it has it: its time limit then counts from that
+  moment, so the wait never eats it (the holder has a limit of its own, and
+  a killed holder releases the resource).
 
 Tasks are inherited through ``fork`` (never pickled); only results travel
 back, over the worker's pipe.  What it trades away: a pool's generality
@@ -31,6 +32,7 @@ it.
 """
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -38,10 +40,11 @@ from typing import Any, Callable, Iterator, Sequence
 
 from runners.processes import die_with_parent
 
-__all__ = ["WorkerDied", "TaskTimedOut", "keep_from_workers", "restart_clock", "run_workers"]
+__all__ = ["WorkerDied", "TaskTimedOut", "keep_from_workers", "pause_clock", "restart_clock", "run_workers"]
 
 _PRIVATE_FDS: set[int] = set()
 _CLOCK = "restart-clock"  # a worker's message: its task's time limit counts from now
+_PAUSE = "pause-clock"  # a worker's message: its task waits for another's resource; no limit until _CLOCK
 _TASK_CONN = None  # in a worker: the pipe to the main process
 
 
@@ -68,6 +71,13 @@ def keep_from_workers(fd: int | None) -> None:
         _PRIVATE_FDS.clear()
     else:
         _PRIVATE_FDS.add(fd)
+
+
+def pause_clock() -> None:
+    """In a worker of :func:`run_workers`: the running task waits for a resource another task holds; its time
+    limit is suspended until :func:`restart_clock` (elsewhere: nothing)."""
+    if _TASK_CONN is not None:
+        _TASK_CONN.send((_PAUSE, None))
 
 
 def restart_clock() -> None:
@@ -132,7 +142,7 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
             wait_s = None
             if timeout_s is not None:
                 first = min(started for _, started in (s[1] for s in busy.values()))
-                wait_s = max(0.0, first + timeout_s - time.monotonic())
+                wait_s = None if first == math.inf else max(0.0, first + timeout_s - time.monotonic())
             ready = wait([*busy, *(s[0].sentinel for s in busy.values())], wait_s)
             for conn, slot in busy.items():
                 proc, (i, started) = slot
@@ -142,8 +152,8 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
                     except EOFError:
                         proc.join()
                         raise WorkerDied(tasks[i], proc.exitcode) from None
-                    if got == _CLOCK:
-                        slot[1] = (i, time.monotonic())
+                    if got in (_CLOCK, _PAUSE):  # paused: started at infinity, never past its limit
+                        slot[1] = (i, time.monotonic() if got == _CLOCK else math.inf)
                         continue
                     slot[1] = None
                     if todo:

@@ -69,8 +69,9 @@ def one_big_race_at_a_time(backend_kind: str, k: int, per_racer: int) -> Iterato
     lock (no race starts after it), then waits until the running ones end.
     Both are tried every :data:`POLL_S` (:func:`_take`), never waited for in
     a statement.  They are released when their connection closes, a killed
-    worker's too.  Once the cell holds the lock its time limit counts from
-    then (:func:`runners.workers.restart_clock`): the wait never eats it.
+    worker's too.  The cell's time limit is paused while it waits and counts
+    from when it holds the lock (:func:`runners.workers.pause_clock`,
+    :func:`~runners.workers.restart_clock`): the wait never eats it.
     """
     if backend_kind != "postgres":
         yield
@@ -78,9 +79,10 @@ def one_big_race_at_a_time(backend_kind: str, k: int, per_racer: int) -> Iterato
     import psycopg
 
     from runners.backends import postgres_dsn
-    from runners.workers import restart_clock
+    from runners.workers import pause_clock, restart_clock
 
     with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
+        pause_clock()
         if k * per_racer > RACE_CONNECTIONS:
             _take(conn, "SELECT pg_try_advisory_lock(%s)", INTENT_LOCK)
             _take(conn, "SELECT pg_try_advisory_lock(%s)", RACE_LOCK)
