@@ -21,7 +21,7 @@ from runners.backends import host_id, schema_name
 from runners.dask_executor import SCRATCH_PREFIX, remove_orphan_scratch
 from runners.engine import RunLock, check_identity
 from runners.experiment import Cell, CellOutput, DriftlabError, Options, compute
-from runners.workers import TaskTimedOut, WorkerDied, run_workers
+from runners.workers import TaskTimedOut, WorkerDied, pause_clock, restart_clock, run_workers
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,6 +63,12 @@ def _task(t):
         os._exit(3)
     if t == "hang":
         time.sleep(3600)
+    if t in ("wait", "wait-then-hang"):  # waits for another task's resource (1.5 limits), then holds it
+        pause_clock()
+        time.sleep(1.5)
+        restart_clock()
+        time.sleep(0.5 if t == "wait" else 3600)
+        return t
     return t * 2
 
 
@@ -79,6 +85,16 @@ def test_a_worker_that_exits_or_hangs_stops_the_run_naming_its_task_and_leaves_n
         assert raised.value.task == bad and time.monotonic() - t0 < 10
         assert not _alive([p for p in _descendants(os.getpid()) if p.pid not in before]), "no worker outlives the pool"
     assert "code 3" in str(WorkerDied("exit", 3))
+
+
+def test_a_paused_wait_is_not_timed_but_what_follows_it_is():
+    """Planted bugs: a wait for another task's resource (pause_clock ... restart_clock) that eats the task's limit,
+    so a cell queued behind a big race is killed as if it had hung; or a pause that is never lifted, so a task that
+    hangs after its wait is never stopped."""
+    assert [r for _, r in run_workers(_task, ["wait"], 1, 1.0)] == ["wait"]
+    with pytest.raises(TaskTimedOut) as raised:
+        list(run_workers(_task, ["wait-then-hang"], 1, 1.0))
+    assert raised.value.task == "wait-then-hang"
 
 
 # ------------------------------------------------------------------ SIGKILL between run.json.tmp and its rename
