@@ -73,6 +73,7 @@ from datetime import datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+from crewai.events.event_listener import event_listener  # noqa: E402
 from crewai.flow.async_feedback import HumanFeedbackPending  # noqa: E402
 from crewai.flow.flow import Flow, listen, start  # noqa: E402
 from crewai.flow.human_feedback import human_feedback  # noqa: E402
@@ -85,6 +86,9 @@ from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE
 # the flow's auto-created memory imports LanceDB, which the fork server imports once (WARM) before it forks each
 # call: LanceDB resets its async runtime in the child and warns at every fork; nothing of it runs in the server
 warnings.filterwarnings("ignore", message="lancedb fork support is experimental")
+# CrewAI's console (Rich panels per flow, method and pause, state-loading notes) would flood the lab's terminal:
+# its one Rich console, quiet; nothing CrewAI persists or decides goes through it
+event_listener.formatter.console.quiet = True
 
 FIELDS = ("input", "approval", "steps", "log")
 ASK = "__ask"

@@ -57,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import warnings
 from dataclasses import field, make_dataclass
 from datetime import datetime
 from pathlib import Path
@@ -68,6 +69,10 @@ from pydantic_graph.basenode import BaseNode, End, GraphRunContext
 from pydantic_graph.exceptions import GraphRuntimeError
 from pydantic_graph.graph import Graph as PGGraph
 from pydantic_graph.persistence.file import FileStatePersistence
+
+# pydantic's serializer warns on stderr when a snapshot holds a value its type rejects: the invalid-state cells'
+# very point, recorded by the lab (CV); the warning would only flood the lab's terminal
+warnings.filterwarnings("ignore", message="Pydantic serializer warnings")
 
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, FAILED,
                        PARKED, REFUSED, Adapter)
