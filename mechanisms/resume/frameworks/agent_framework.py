@@ -40,8 +40,8 @@ from typing import Any
 from agent_framework import (Executor, FileCheckpointStorage, WorkflowBuilder, WorkflowContext, handler,
                              response_handler)
 
-from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, FAILED,
-                       PARKED, REFUSED, Adapter)
+from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, REFUSED,
+                       Adapter)
 
 WORKFLOW = "driftlab-graph"
 
@@ -206,12 +206,7 @@ class AgentFrameworkAdapter(Adapter):
         return out
 
     def state(self, run_id: str) -> dict:
-        cps = self.checkpoints(run_id)
-        if not cps:
-            return self.status(run_id, REFUSED, reason=f"no checkpoint of run {run_id!r}")
-        head = cps[-1]
-        return self.status(run_id, DONE if head["next"] is None else PARKED, head["checkpoint"], head["next"],
-                           head["values"])
+        return self.head_state(run_id, "checkpoint")
 
     def close(self) -> None:
         self.loop.close()

@@ -81,7 +81,7 @@ from crewai.flow.persistence import SQLiteFlowPersistence, persist  # noqa: E402
 from pydantic import PrivateAttr  # noqa: E402
 
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,  # noqa: E402
-                       PARKED, REFUSED, Adapter)
+                       REFUSED, Adapter)
 
 # the flow's auto-created memory imports LanceDB, which the fork server imports once (WARM) before it forks each
 # call: LanceDB resets its async runtime in the child and warns at every fork; nothing of it runs in the server
@@ -269,9 +269,4 @@ class CrewAIAdapter(Adapter):
         return out
 
     def state(self, run_id: str) -> dict:
-        cps = self.checkpoints(run_id)
-        if not cps:
-            return self.status(run_id, REFUSED, reason=f"no persisted state of flow {run_id!r}")
-        head = cps[-1]
-        return self.status(run_id, DONE if head["next"] is None else PARKED, head["checkpoint"], head["next"],
-                           head["values"])
+        return self.head_state(run_id, "persisted state")

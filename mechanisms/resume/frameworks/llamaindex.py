@@ -55,8 +55,8 @@ from typing import Any
 from workflows import Context, Workflow, step
 from workflows.events import Event, HumanResponseEvent, InputRequiredEvent, StartEvent, StopEvent
 
-from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, DONE, DURING_CHECKPOINT_WRITE, FAILED, PARKED, PARKED_POINT,
-                       REFUSED, Adapter)
+from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, DONE, DURING_CHECKPOINT_WRITE, PARKED, PARKED_POINT, REFUSED,
+                       Adapter)
 
 RUN_TIMEOUT_S = 60
 
@@ -263,12 +263,7 @@ class LlamaIndexAdapter(Adapter):
         return out
 
     def state(self, run_id: str) -> dict:
-        cps = self.checkpoints(run_id)
-        if not cps:
-            return self.status(run_id, REFUSED, reason=f"no snapshot of run {run_id!r}")
-        head = cps[-1]
-        return self.status(run_id, DONE if head["next"] is None else PARKED, head["checkpoint"], head["next"],
-                           head["values"])
+        return self.head_state(run_id, "snapshot")
 
     def close(self) -> None:
         try:

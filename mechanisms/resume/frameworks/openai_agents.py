@@ -243,12 +243,7 @@ class OpenAIAgentsAdapter(Adapter):
         return out
 
     def state(self, run_id: str) -> dict:
-        cps = self.checkpoints(run_id)
-        if not cps:
-            return self.status(run_id, REFUSED, reason=f"no saved state of run {run_id!r}")
-        head = cps[-1]
-        return self.status(run_id, DONE if head["next"] is None else PARKED, head["checkpoint"], head["next"],
-                           head["values"])
+        return self.head_state(run_id, "saved state")
 
     def close(self) -> None:
         self.loop.close()

@@ -293,6 +293,17 @@ class Adapter:
         node = self.graph.names[step] if 0 <= step < len(self.graph.names) else ""
         self.hooks.point(name, run_id, step, node)
 
+    def head_state(self, run_id: str, store: str = "checkpoint") -> dict:
+        """The run's state as its newest checkpoint says (done past the last node, else parked at its next node);
+        refused, naming ``store`` ("no <store> of run ..."), when it has none.  A ``state`` for frameworks whose
+        checkpoints say all there is."""
+        cps = self.checkpoints(run_id)
+        if not cps:
+            return self.status(run_id, REFUSED, reason=f"no {store} of run {run_id!r}")
+        head = cps[-1]
+        return self.status(run_id, DONE if head["next"] is None else PARKED, head["checkpoint"], head["next"],
+                           head["values"])
+
     def answer(self, run_id: str) -> dict:
         """The run's state as a call's answer; if it is parked at the interrupt, the ``parked`` point first (for
         frameworks whose call returns only once the run has parked)."""
