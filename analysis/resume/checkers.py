@@ -340,8 +340,10 @@ class Liveness(_Base):
     - a run that parked and was resumed (by calls that completed) had at least one resume served;
     - a run a crash killed (an indeterminate call), with something of it durable when it was first recovered (a
       checkpoint created before that recovery started) and unfinished in the end (its head short of the last
-      node), is continued by at least one of the recoveries that completed after the kill: a framework that refuses to restore it (pydantic-graph's ``GraphRuntimeError`` for a node left
-      running) leaves a run that can never finish.  A run killed before anything of it was durable is not judged.
+      node), and recovered after the kill, is continued by at least one of the calls that completed after the
+      kill (a recovery, or a resume): a framework that refuses to restore it (pydantic-graph's
+      ``GraphRuntimeError`` for a node left running) leaves a run that can never finish.  A run killed before
+      anything of it was durable is not judged.
     """
 
     name = LIVENESS
@@ -351,17 +353,17 @@ class Liveness(_Base):
         for run in v.runs():
             calls = [c for c in v.calls if c.value.get("run") == run]
             kills = [c.index for c in calls if c.indeterminate]
-            recoveries = [c for c in calls if c.name == RECOVER and not c.indeterminate and kills
-                          and c.index > kills[-1]]
-            durable = recoveries and any((c.value.get("created") or 0) < (recoveries[0].start or 0)
-                                         for c in v.checkpoints_of(run))  # at the first recovery, not afterwards
+            after = [c for c in calls if kills and c.index > kills[-1] and not c.indeterminate]  # completed calls
+            recoveries = [c for c in after if c.name == RECOVER]
+            durable = bool(recoveries) and any((c.value.get("created") or 0) < (recoveries[0].start or 0)
+                                               for c in v.checkpoints_of(run))  # at the first recovery, not after
             if durable and not v.done(run):
                 recovered += 1
-                if all(c.status == "fail" for c in recoveries):
-                    out.append(Witness((kills[-1], *(c.index for c in recoveries)), (
+                if all(c.status == "fail" for c in after):
+                    out.append(Witness((kills[-1], *(c.index for c in after)), (
                         f"run {run} was killed (#{kills[-1]}) short of its last node with checkpoints in its store, "
-                        f"and every one of its {len(recoveries)} recoveries after the kill failed (first: "
-                        f"{recoveries[0].value.get('reason') or 'no reason given'}): a run that cannot be continued "
+                        f"and every one of the {len(after)} calls after the kill failed (first: "
+                        f"{after[0].value.get('reason') or 'no reason given'}): a run that cannot be continued "
                         f"after a crash is not conformance.")))
             if not any(c.value.get("parked") for c in v.checkpoints_of(run)):
                 continue

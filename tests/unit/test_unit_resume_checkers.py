@@ -142,7 +142,37 @@ def test_liveness_after_a_crash_needs_one_recovery_that_continues(recoveries, do
     res = CHECKERS[LIVENESS].check(history("resume", rows, META))
     assert res.verdict is expected, res
     if expected is Verdict.INVALID:
-        assert "run r1 was killed" in res.witnesses[0].explanation and "recoveries" in res.witnesses[0].explanation
+        assert "run r1 was killed" in res.witnesses[0].explanation
+
+
+def test_liveness_after_a_crash_names_the_kill_and_the_failed_calls_and_counts_runs():
+    """Bug classes: a recovery witness naming the wrong operations or reason; the summary miscounting the crashed
+    runs it judged; a recovery made before the kill, or a resume that continued the run after a failed recovery,
+    ignored (the first credits a stuck run, the second blames a run that was continued)."""
+    def failed(run, op, start, reason=None):
+        value = {"run": run, "op": op, "state": "failed", **({"reason": reason} if reason else {})}
+        return ("harness", "recover", "fail", value, start, start + 0.5)
+
+    rows = _killed_resume("r1", []) + [failed("r1", "r0", 3, "GraphRuntimeError: Unable to restore snapshot")]
+    res = CHECKERS[LIVENESS].check(history("resume", rows, META))
+    assert res.verdict is Verdict.INVALID and res.witnesses[0].steps == (2, 3)
+    assert res.witnesses[0].explanation == (
+        "run r1 was killed (#2) short of its last node with checkpoints in its store, and every one of the 1 calls "
+        "after the kill failed (first: GraphRuntimeError: Unable to restore snapshot): a run that cannot be "
+        "continued after a crash is not conformance.")
+    assert res.summary == "0 parked runs resumed, 1 crashed runs recovered; 1 violation(s)"
+    no_reason = _killed_resume("r1", []) + [failed("r1", "r0", 3)]
+    explanation = CHECKERS[LIVENESS].check(history("resume", no_reason, META)).witnesses[0].explanation
+    assert "(first: no reason given)" in explanation
+    two = rows + _killed_resume("r2", [], parked_at=1.2) + [failed("r2", "r0", 3.2)]
+    assert CHECKERS[LIVENESS].check(history("resume", two, META)).summary.startswith(
+        "0 parked runs resumed, 2 crashed runs recovered")
+    served_before = parked("r1") + [call("recover", "r1", "e", "parked", start=1.5, end=1.6),
+                                    call("resume", "r1", "k", None, "yes", status=INDET, start=2),
+                                    failed("r1", "r0", 3)]
+    assert CHECKERS[LIVENESS].check(history("resume", served_before, META)).verdict is Verdict.INVALID
+    resumed_after = rows + [call("resume", "r1", "z", "parked", "yes", start=4, end=5)]
+    assert CHECKERS[LIVENESS].check(history("resume", resumed_after, META)).verdict is Verdict.VALID
 
 
 # ------------------------------------------------------------------ nothing to judge by
