@@ -137,7 +137,8 @@ class AgentFrameworkAdapter(Adapter):
         target = next((c for c in cps if c.checkpoint_id == checkpoint_id), None) if checkpoint_id else \
             (cps[-1] if cps else None)
         if target is None:
-            return self.status(run_id, REFUSED, reason=f"no checkpoint {checkpoint_id + ' ' if checkpoint_id else ''}of run {run_id!r}")
+            named = f"{checkpoint_id} " if checkpoint_id else ""
+            return self.status(run_id, REFUSED, reason=f"no checkpoint {named}of run {run_id!r}")
         pending = target.pending_request_info_events or next(
             (c.pending_request_info_events for c in reversed(cps) if c.pending_request_info_events), {})
         if not pending:

@@ -231,7 +231,8 @@ class LlamaIndexAdapter(Adapter):
     def resume(self, run_id: str, value: Any, checkpoint_id: str | None = None) -> dict:
         snap = self._snapshot(run_id, checkpoint_id)
         if snap is None:
-            return self.status(run_id, REFUSED, reason=f"no snapshot {checkpoint_id + ' ' if checkpoint_id else ''}of run {run_id!r}")
+            named = f"{checkpoint_id} " if checkpoint_id else ""
+            return self.status(run_id, REFUSED, reason=f"no snapshot {named}of run {run_id!r}")
         return self._run(run_id, json.loads(snap[4]), value, send=True)
 
     def recover(self, run_id: str) -> dict:

@@ -198,7 +198,8 @@ class OpenAIAgentsAdapter(Adapter):
         if checkpoint_id is not None:
             files = [p for p in files if self._cid(run_id, p) == checkpoint_id]
         if not files:
-            return self.status(run_id, REFUSED, reason=f"no saved state {checkpoint_id + ' ' if checkpoint_id else ''}of run {run_id!r}")
+            named = f"{checkpoint_id} " if checkpoint_id else ""
+            return self.status(run_id, REFUSED, reason=f"no saved state {named}of run {run_id!r}")
         self.run_id = run_id
         state = self._restore(self._read(files[-1]), value)
         for interruption in state.get_interruptions():
