@@ -239,24 +239,3 @@ def test_framework_only_cells_are_na_with_a_reason_for_the_lab_runtimes(cell, re
     records, _ = rc.run_fault_cell("resume_frameworks", "naive", cell, 1, 7, Options(), "sqlite")
     assert set(records["verdict"]) == {"not applicable"} and len(records["verdict"]) == 7
     assert all(reason in w for w in records["witness"])
-
-
-def test_the_rows_cells_are_taken_in_turn_and_none_is_lost():
-    """Planted bugs: one framework's cells queued together, so both workers wait on Temporal's activity timeout at
-    once while the cores idle; or an interleave that stops at the shortest row (zip), dropping the PostgreSQL race
-    cells of the frameworks that declare both backends."""
-    from collections import Counter
-
-    from runners.experiment import Options
-    from runners.resume.frameworks import ResumeFrameworks, framework_rows
-
-    exp = ResumeFrameworks()
-    rows = framework_rows(Options())
-    cells = exp.cells("paper", 7, Options())
-    assert [c.p["runtime"] for c in cells[:len(rows)]] == rows
-    per_row = Counter(c.p["runtime"] for c in cells)
-    assert len(set(per_row.values())) > 1  # rows of unequal length: sqlite-only and sqlite + postgres
-    assert len(cells) == len({c.id for c in cells})
-    for rt in rows:  # each row whole: the cells the row has when it runs alone
-        alone = exp.cells("paper", 7, Options(mechanisms=(rt,)))
-        assert [c.id for c in cells if c.p["runtime"] == rt] == [c.id for c in alone]

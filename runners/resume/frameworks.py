@@ -19,8 +19,6 @@ the cells of earlier experiments stay in the run folder.
 """
 from __future__ import annotations
 
-from itertools import zip_longest
-
 from mechanisms.resume.frameworks import declared
 from runners.experiment import Cell, CellOutput, Options, artifact
 from runners.resume import common as rc
@@ -57,14 +55,6 @@ def about(runtime: str) -> tuple[tuple[str, str], ...]:
     return (("framework", d.framework), ("release", d.release), ("variant", d.variant))
 
 
-def interleave(rows: list[list[Cell]]) -> list[Cell]:
-    """The rows' cells taken in turn (the first cell of each row, then the second...): frameworks that mostly wait
-    (Temporal's activity timeout after a SIGKILL, DBOS's polls) then share the cores with frameworks that compute,
-    instead of every worker waiting on the same framework at once.  Cells are independent (each derives its own
-    seed), so the order changes no record."""
-    return [c for turn in zip_longest(*rows) for c in turn if c is not None]
-
-
 class ResumeFrameworks(FaultCells):
     name = "resume_frameworks"
     description = ("framework@release x property (Hermitage-style): fault cells and k-racer cells, each framework "
@@ -88,20 +78,19 @@ class ResumeFrameworks(FaultCells):
         g = grid(options)
         ks, jitters = g.grid(profile) if profile != "quick" else QUICK_RACES
         lab = [c for c in rc.fault_cells(options) if profile != "quick" or c.name in QUICK_CELLS]
-        rows = []
+        out = []
         for rt in self.runtime_names(options):
             meta = about(rt)
-            out = [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", c.name), ("backend", "sqlite"), ("k", 0),
-                                    ("jitter_ms", 0.0)), reps, seed)
-                   for c in (*lab, *rc.framework_cells(options))]
+            out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", c.name), ("backend", "sqlite"), ("k", 0),
+                                     ("jitter_ms", 0.0)), reps, seed)
+                    for c in (*lab, *rc.framework_cells(options))]
             backends = [b for b in g.backends if rt in rc.runtimes(Options(mechanisms=(rt,)), b)
                         and (b != "postgres" or not rc.postgres_reachable())]
             out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", "concurrent_resume"), ("backend", b),
                                      ("k", k), ("jitter_ms", float(j))),
                          options.extra.get("repetitions") or RACE_REPETITIONS[profile], seed)
                     for b in backends for k in ks for j in jitters]
-            rows.append(out)
-        return interleave(rows)
+        return out
 
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
         p = cell.p
