@@ -14,6 +14,10 @@ import pandas as pd
 import pytest
 
 import analysis.revalidation.omission as omission
+from analysis.reference import reference
+
+#: the published rates, read from the reference file (never copied into a test)
+PUBLISHED = {(v["mechanism"], v["linking"], v["rate"]): v["value"] for v in reference("revalidation_omission")["values"]}
 
 
 def omission_report_records() -> pd.DataFrame:
@@ -127,7 +131,9 @@ def test_table_columns_order_and_types():
 
 
 @pytest.mark.parametrize("mechanism,linking,rate,value", [
-    ("ATR", "exact", 0.05, 0.0505), ("ATR", "exact", 0.05 + 1e-12, 0.0505), ("ATR", "exact", 0.1, 0.0997),
+    ("ATR", "exact", 0.05, PUBLISHED["ATR", "exact", 0.05]),
+    ("ATR", "exact", 0.05 + 1e-12, PUBLISHED["ATR", "exact", 0.05]),
+    ("ATR", "exact", 0.1, PUBLISHED["ATR", "exact", 0.1]),
     ("ATR", "conservative", 0.05, None), ("FullScan", "exact", 0.05, None), ("ATR", "exact", 0.2, None),
 ])
 def test_paper_rate_is_the_published_value_of_that_cell(mechanism, linking, rate, value):
@@ -145,7 +151,8 @@ def test_report_as_rendered():
     assert section.title == "Dependency omission: false-allow rate vs omission probability"
     assert section.rows == [
         {"metric": "ATR, exact linking, p = 5%: false-allow rate", "ours": "12.50% (5 of 40; 95% CI 4.19%–26.80%)",
-         "paper": "5.05%", "difference": "+7.45 pp (paper value inside our CI)"},
+         "paper": omission.pct(PUBLISHED["ATR", "exact", 0.05]),
+         "difference": f"{100 * (5 / 40 - PUBLISHED['ATR', 'exact', 0.05]):+.2f} pp (paper value inside our CI)"},
         {"metric": "ATR, conservative linking, p = 5%: false-allow rate",
          "ours": "0.00% (0 of 40; 95% CI 0.00%–8.81%)", "paper": "not published", "difference": "n/a"},
         {"metric": "ATR, exact linking, p = 20%: false-allow rate", "ours": "27.50% (11 of 40; 95% CI 14.60%–43.89%)",
@@ -162,7 +169,8 @@ def test_report_paper_value_outside_the_ci_and_critical_share_by_row():
     records.loc[records["rate"] == 0.2, "critical"] = 0.25
     records.loc[(records["rate"] == 0.05) & (records["linking"] == "exact"), ["outcome", "released"]] = ["KEEP", True]
     section = omission.report(omission.table(records), records)
-    assert section.rows[0]["difference"] == "+94.95 pp (paper value outside our CI)"
+    assert section.rows[0]["difference"] == (f"{100 * (1 - PUBLISHED['ATR', 'exact', 0.05]):+.2f} pp "
+                                             "(paper value outside our CI)")
     assert ("Share of executions whose change touches a critical edge: 0.250–0.750 by row; the share whose critical "
             "edge matters") in section.notes
 
