@@ -78,9 +78,11 @@ def _request(args: argparse.Namespace, experiments: list[str], extra: dict | Non
 
 def _run(request) -> int:
     from runners.engine import run
+    from runners.interrupt import sticky
 
     try:
-        run_dir = run(request)
+        with sticky():
+            run_dir = run(request)
     except KeyboardInterrupt:
         print("driftlab: interrupted; finished cells are kept; run the same command to go on", file=sys.stderr)
         return 130

@@ -36,6 +36,7 @@ from mechanisms import family_of_name
 from runners.execute import pending, run_cells
 from runners.experiment import Cell, DriftlabError, Experiment, Options
 from runners.experiments import EXPERIMENTS, FAMILIES
+from runners.interrupt import raise_if_interrupted
 from runners.provenance import write_provenance
 from runners.workers import keep_from_workers
 from scenarios import scenario_files
@@ -392,6 +393,7 @@ def run(request: Request) -> Path:
                                 timeout_s=time_limit(request, cells[name], EXPERIMENTS[name]))
             done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
                           "wall_seconds": round(time.perf_counter() - t0, 3)}
+        raise_if_interrupted()  # a Ctrl-C swallowed after the last cell still stops before the report
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)
         write_provenance(run_dir, profile=request.profile, seed=request.seed, jobs=request.jobs, experiments=done,
                          resumed=resumed, executor=request.executor)

@@ -18,6 +18,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from runners.experiment import Cell, CellOutput, Experiment, Options, compute, mechanism_of
+from runners.interrupt import raise_if_interrupted
 from vocabulary import History, history_to_jsonl
 
 RECORDS = "records"
@@ -125,6 +126,7 @@ def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_d
                                  f"(finished cells are kept in {run_dir})")
             written += write_cell(run_dir, cell, output)
             bar.update(cell.repetitions)
+            raise_if_interrupted()
     finally:
         close = getattr(results, "close", None)
         if close:

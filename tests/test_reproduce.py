@@ -123,7 +123,7 @@ def test_ctrl_c_keeps_finished_cells_and_says_how_to_go_on(tmp_path):
         time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's process group
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "run the same command" in err
+    assert proc.returncode == 130 and "run the same command" in err, err
     kept = len(list(records.glob("*.parquet")))
     assert 30 <= kept < 420
     again = driftlab(*args)
