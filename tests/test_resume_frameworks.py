@@ -111,14 +111,50 @@ def test_crash_point_is_a_real_sigkill(tmp_path):
     assert rows == [("reserve", "r/start#1")]  # the effect before the point is durable, nothing after it
 
 
+def test_server_learns_what_its_children_imported_and_survives_what_it_cannot_import(tmp_path, monkeypatch):
+    """A module a call's child imported lazily is imported by the server afterwards, so the next children inherit
+    it; a name the server cannot import is left to the children (planted bugs: a server that never learns, so
+    every forked call imports the framework's lazy modules again; a learned name that fails to import here and
+    takes the server down; a call's answer lost in the reply's new form)."""
+    import sys
+    import types
+
+    lazy = "driftlab_lazy_probe"
+    (tmp_path / f"{lazy}.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Lazy(SwallowingAdapter):
+        def state(self, run_id):
+            __import__(lazy)
+            sys.modules["driftlab_not_importable"] = types.ModuleType("driftlab_not_importable")
+            return self.status(run_id, protocol.REFUSED, reason="no run")
+
+    _ledger(str(tmp_path), "t")
+    server = protocol.Server(Lazy)
+    reply = server.call({"backend": {"kind": "sqlite", "location": str(tmp_path), "namespace": "t"},
+                         "graph": DEFAULT_GRAPH.to_dict(), "call": "state", "args": {"run_id": "r"}, "timeout": 20})
+    assert reply["status"]["state"] == protocol.REFUSED and reply["status"]["reason"] == "no run"
+    assert lazy not in sys.modules and set(server.learned) >= {lazy, "driftlab_not_importable"}
+    server.learn()
+    monkeypatch.delitem(sys.modules, lazy)  # imported by learn (raises if it was not), removed after the test
+    assert "driftlab_not_importable" not in sys.modules
+    assert server.unlearnable == {"driftlab_not_importable"} and server.learned == []
+
+
 # ---------------------------------------------------------------------------------------------- the environments
 def test_env_is_built_from_its_lock_once_and_reused(tmp_path, monkeypatch):
     """A second use of an env reuses the folder keyed by its lock's hash, and records the installed versions
-    (planted bug: a cache keyed by name only, so a changed lock silently reuses the old env, or a rebuild per run)."""
+    (planted bug: a cache keyed by name only, so a changed lock or build command silently reuses the old env, or a
+    rebuild per run)."""
     from runners.resume import envs
 
     first = envs.ensure("langgraph-1.2.9")
-    assert first.installed["langgraph"] == "1.2.9" and first.path.name.endswith(first.lock_hash)
+    lock = (envs.ENVS / "langgraph-1.2.9" / "uv.lock").read_bytes()
+    assert first.installed["langgraph"] == "1.2.9" and first.path == envs.folder_of("langgraph-1.2.9", lock)
+    assert envs.folder_of("langgraph-1.2.9", lock + b"\n") != first.path
+    monkeypatch.setattr(envs, "SYNC", envs.SYNC[:-1])
+    assert envs.folder_of("langgraph-1.2.9", lock) != first.path
+    monkeypatch.undo()
     envs._BUILT.clear()
     again = envs.ensure("langgraph-1.2.9")
     assert again.reused and again.path == first.path

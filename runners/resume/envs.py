@@ -5,9 +5,12 @@ Means Resume" (arXiv 2608.03836) runs in its own virtual environment, declared
 as data in ``data/envs/<env>/`` (``pyproject.toml`` pinning the framework, the
 ``uv.lock`` made from it).  The lab never imports a framework under test.
 
-**Build.**  :func:`ensure` builds ``<cache>/<env>-<sha256(uv.lock)[:12]>``
+**Build.**  :func:`ensure` builds ``<cache>/<env>-<key>``
 (``~/.cache/driftlab/envs`` or ``$DRIFTLAB_ENV_CACHE``: outside the
-repository) with ``uv sync --frozen`` exactly from the lock, under a file lock
+repository; ``key`` = the first 12 hex digits of the SHA-256 of the lock and
+the build command, :data:`SYNC`) with ``uv sync --frozen`` exactly from the
+lock, bytecode compiled (a machine with ``PYTHONDONTWRITEBYTECODE`` would
+otherwise compile every module a forked call imports, in every call), under a file lock
 (parallel workers build once), then records the exact installed versions
 (``uv pip list``) and the build's wall time in ``driftlab-env.json`` inside
 it.  That file is the mark of a finished build: a killed build is redone, a
@@ -41,6 +44,8 @@ from runners.plugins import PluginFailed
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "mechanisms" / "resume" / "frameworks" / "protocol.py"
 MARK = "driftlab-env.json"
+#: the build command after ``uv``: part of an env's cache key, so a changed recipe builds a new folder
+SYNC = ("sync", "--frozen", "--no-install-project", "--no-dev", "--compile-bytecode", "--quiet")
 
 
 class EnvError(DriftlabError):
@@ -60,7 +65,7 @@ class Env:
     """A built environment: its folder in the cache, its interpreter and what is installed in it."""
 
     name: str
-    lock_hash: str
+    lock_hash: str  # the first 12 hex digits of the lock's SHA-256
     path: Path
     installed: dict[str, str]
     build_s: float  # the wall time of the build that made it (0 when it was reused in this process)
@@ -101,6 +106,12 @@ def _run(name: str, step: str, cmd: list[str], **kw) -> subprocess.CompletedProc
 _BUILT: dict[str, Env] = {}
 
 
+def folder_of(name: str, lock: bytes) -> Path:
+    """Where the env ``name`` built from ``lock`` by :data:`SYNC` lives in the cache."""
+    key = hashlib.sha256(lock + "\0".join(SYNC).encode()).hexdigest()[:12]
+    return cache_root() / f"{name}-{key}"
+
+
 def ensure(name: str, root: Path = ENVS) -> Env:
     """The env ``name`` built from its lock (building it on first use; reusing it afterwards)."""
     if name in _BUILT and _BUILT[name].path.exists():
@@ -112,19 +123,18 @@ def ensure(name: str, root: Path = ENVS) -> Env:
     except OSError as exc:
         raise EnvError(name, "read", f"{folder}: {exc.strerror or exc}") from None
     lock_hash = hashlib.sha256(lock).hexdigest()[:12]
-    path = cache_root() / f"{name}-{lock_hash}"
+    path = folder_of(name, lock)
     mark = path / MARK
     if not mark.exists():
         uv = _uv()
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path.parent / f".{name}-{lock_hash}.lock", "w") as held:
+        with open(path.parent / f".{path.name}.lock", "w") as held:
             fcntl.flock(held, fcntl.LOCK_EX)  # another worker may be building it: wait, then reuse
             if not mark.exists():
                 t0 = time.perf_counter()
                 env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
                 env["UV_PROJECT_ENVIRONMENT"] = str(path)
-                _run(name, "sync", [*uv, "sync", "--frozen", "--no-install-project", "--no-dev", "--quiet",
-                                    "--project", str(folder)], env=env, timeout=900)
+                _run(name, "sync", [*uv, *SYNC, "--project", str(folder)], env=env, timeout=900)
                 listed = _run(name, "record", [*uv, "pip", "list", "--python", str(path / "bin" / "python"),
                                                "--format", "json"], env=env, timeout=120)
                 installed = {p["name"]: p["version"] for p in json.loads(listed.stdout)}
@@ -147,11 +157,11 @@ def built(root: Path = ENVS) -> dict[str, dict]:
     out = {}
     for name in sorted({d.env for d in declared(root).values()}):
         try:
-            lock_hash = hashlib.sha256((root / name / "uv.lock").read_bytes()).hexdigest()[:12]
-            raw = json.loads((cache_root() / f"{name}-{lock_hash}" / MARK).read_text())
+            lock = (root / name / "uv.lock").read_bytes()
+            raw = json.loads((folder_of(name, lock) / MARK).read_text())
         except (OSError, ValueError):
             continue
-        out[name] = {"lock_sha256_12": lock_hash, "path": str(cache_root() / f"{name}-{lock_hash}"),
+        out[name] = {"lock_sha256_12": hashlib.sha256(lock).hexdigest()[:12], "path": str(folder_of(name, lock)),
                      "installed": raw["installed"], "build_seconds": round(raw["build_s"], 2)}
     return out
 

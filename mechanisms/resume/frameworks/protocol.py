@@ -16,7 +16,9 @@ pins it).  It holds
 - the fork server (:func:`serve`), speaking the line protocol of the lab's own
   fork server (``runners/resume_zygote.py``): every call is a fresh child of a
   warm server that already imported the framework; a crash point is a real
-  SIGKILL of that child; k racers are k children forked from it at once.
+  SIGKILL of that child; k racers are k children forked from it at once;
+  what a call's child imported lazily the server imports after answering
+  (:meth:`Server.learn`), so the next children inherit it.
 
 How to write an adapter (the contract)
 ======================================
@@ -412,9 +414,24 @@ class Server:
     def __init__(self, adapter_cls: type, options: dict | None = None):
         self.cls, self.options = adapter_cls, dict(options or {})
         self.warmed: set[str] = set()  # backend kinds whose lazy imports this server made (Adapter.warm)
+        self.learned: list[str] = []  # modules a call's child imported that this server has not (learn)
+        self.unlearnable: set[str] = set()
 
     def build(self, req: dict, hooks: KillAtPoint) -> Adapter:
         return self.cls(req["backend"], Graph(req["graph"]), hooks, {**self.options, **req.get("options", {})})
+
+    def learn(self) -> None:
+        """Import here what the last calls' children imported lazily (a framework's backend, its dialect, its
+        SQL compiler), so the next children inherit it instead of importing it again: each call stays a fresh
+        process of a server that has served before, as a framework's worker is.  A module that fails to import
+        here is left to the children."""
+        for name in self.learned:
+            if name not in sys.modules and name not in self.unlearnable:
+                try:
+                    importlib.import_module(name)
+                except Exception:  # noqa: BLE001 - importable only in the state a call set up: the children's
+                    self.unlearnable.add(name)
+        self.learned.clear()
 
     def warm(self, req: dict) -> None:
         kind = req["backend"]["kind"]
@@ -425,6 +442,7 @@ class Server:
     def _child(self, parent: int, rfd: int, wfd: int, req: dict) -> None:
         die_with_parent(parent)
         os.close(rfd)
+        before = set(sys.modules)
         try:
             rt = self.build(req, KillAtPoint(req.get("label", ""), req.get("crash"), wfd))
             result = getattr(rt, req["call"])(**req.get("args", {}))
@@ -434,7 +452,8 @@ class Server:
                     raise RuntimeError(f"adapter answered {result['state']!r} for run {result['run']} but its store "
                                        f"says {head.get('state')!r} ({head.get('reason') or 'no reason'})")
             # no close: the process ends right after, as a crashed one would
-            os.write(wfd, ("S" + json.dumps(result, default=str) + "\n").encode())
+            imported = [name for name, m in list(sys.modules.items()) if name not in before and m is not None]
+            os.write(wfd, ("S" + json.dumps({"status": result, "imported": imported}, default=str) + "\n").encode())
         except Exception as exc:  # noqa: BLE001 - the lab records a failed call with this one line
             os.write(wfd, ("E" + json.dumps(_one_line(exc)) + "\n").encode())
 
@@ -455,7 +474,9 @@ class Server:
         else:
             reply["code"] = _wait(pid)
             if got.startswith(b"S"):
-                reply["status"] = json.loads(got[1:])
+                answer = json.loads(got[1:])
+                reply["status"] = answer["status"]
+                self.learned.extend(answer["imported"])
             elif got.startswith(b"E"):
                 reply["error"] = json.loads(got[1:])
             else:
@@ -512,6 +533,7 @@ class Server:
             reply = self.race(req) if req.get("call") == "race" else self.call(req)
             replies.write(json.dumps(reply, default=str) + "\n")
             replies.flush()
+            self.learn()
 
 
 def load_package() -> None:
