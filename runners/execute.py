@@ -89,7 +89,8 @@ def _local(experiment: Experiment, todo: list[Cell], options: Options, jobs: int
 
     tasks = [(experiment, c, options) for c in todo]
     try:
-        for _, result in run_workers(_compute, tasks, jobs if experiment.parallel else 1, timeout_s):
+        waiting = [experiment.waits(c, options) for c in todo]
+        for _, result in run_workers(_compute, tasks, jobs if experiment.parallel else 1, timeout_s, waiting):
             yield result
     except (WorkerDied, TaskTimedOut) as exc:
         cell = exc.task[1]

@@ -174,6 +174,13 @@ class Experiment:
         depends on more than its repetitions, e.g. rounds or a graph's declared work)."""
         return cell.repetitions * self.seconds_per_execution
 
+    def waits(self, cell: Cell, options: Options) -> bool:
+        """True for a cell that spends its time waiting, not computing (e.g. out a server's timeout): it then runs
+        in a worker of its own beside the computing cells (``runners.workers.run_workers``).  Only for cells whose
+        records do not depend on how busy the machine is (a fault cell's verdicts come from named crash points; a
+        race's do depend on it).  Default: no cell waits."""
+        return False
+
     def time_limit(self, cell: Cell, options: Options) -> float:
         """A cell's default time limit: ten times its estimate, at least :attr:`cell_timeout_s`."""
         return max(self.cell_timeout_s, 10 * self.seconds(cell, options))

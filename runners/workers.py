@@ -108,13 +108,20 @@ def _worker(parent: int, conn, fn: Callable, tasks: Sequence) -> None:
         os._exit(0)  # never run the main process's atexit handlers or flush its buffers twice
 
 
-def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s: float | None) -> Iterator[tuple[Any, Any]]:
+def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s: float | None,
+                waiting: Sequence[bool] | None = None) -> Iterator[tuple[Any, Any]]:
     """``fn(task)`` for every task in up to ``jobs`` forked workers; yields ``(task, result)`` in completion order.
 
     ``fn`` must return normally (catch what a task may raise and return it as
     a value); a worker that ends mid-task raises :class:`WorkerDied`, a task
     past ``timeout_s`` raises :class:`TaskTimedOut`.  Closing the iterator
     (or any error, Ctrl-C included) SIGKILLs every worker and reaps it.
+
+    ``waiting[i]`` true marks a task that spends its time waiting, not
+    computing (e.g. for a server's timeout): such tasks get up to ``jobs``
+    workers of their own beside the others, whose workers also take them
+    once nothing else is left; a waiting task's worker never takes another.
+    With ``jobs`` = 1 every task runs alone, in order.
     """
     import multiprocess
     from multiprocess.connection import wait
@@ -122,19 +129,28 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
     if not tasks:
         return
     ctx = multiprocess.get_context("fork")
-    todo = list(range(len(tasks)))
-    todo.reverse()
-    workers: dict[Any, list] = {}  # our end of the pipe -> [process, None | (task index, started)]
+    waits = list(waiting) if waiting is not None and jobs > 1 else [False] * len(tasks)  # one job: one at a time
+    todo = {lane: [i for i in reversed(range(len(tasks))) if waits[i] == lane] for lane in (False, True)}
+
+    def take(lane: bool) -> int | None:  # the next task for a worker of this lane
+        for queue in (todo[True],) if lane else (todo[False], todo[True]):
+            if queue:
+                return queue.pop()
+        return None
+
+    workers: dict[Any, list] = {}  # our end of the pipe -> [process, None | (task index, started), waiting lane]
     try:
-        for _ in range(max(1, min(jobs, len(tasks)))):
+        lanes = [False] * max(1, min(jobs, len(todo[False]))) if todo[False] else []
+        lanes += [True] * max(1, min(jobs, len(todo[True]))) if todo[True] else []
+        for lane in lanes:
             ours, theirs = ctx.Pipe()
             proc = ctx.Process(target=_worker, args=(os.getpid(), theirs, fn, tasks), daemon=True)
             proc.start()
             theirs.close()
-            workers[ours] = [proc, None]
+            workers[ours] = [proc, None, lane]
         for conn, slot in workers.items():
-            if todo:
-                i = todo.pop()
+            i = take(slot[2])
+            if i is not None:
                 conn.send(i)
                 slot[1] = (i, time.monotonic())
         while any(slot[1] is not None for slot in workers.values()):
@@ -145,7 +161,7 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
                 wait_s = None if first == math.inf else max(0.0, first + timeout_s - time.monotonic())
             ready = wait([*busy, *(s[0].sentinel for s in busy.values())], wait_s)
             for conn, slot in busy.items():
-                proc, (i, started) = slot
+                proc, (i, started), lane = slot
                 if conn in ready:
                     try:
                         got, result = conn.recv()
@@ -156,8 +172,8 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
                         slot[1] = (i, time.monotonic() if got == _CLOCK else math.inf)
                         continue
                     slot[1] = None
-                    if todo:
-                        nxt = todo.pop()
+                    nxt = take(lane)
+                    if nxt is not None:
                         conn.send(nxt)
                         slot[1] = (nxt, time.monotonic())
                     yield tasks[got], result
@@ -167,7 +183,7 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
                 elif timeout_s is not None and time.monotonic() - started >= timeout_s:
                     raise TaskTimedOut(tasks[i], timeout_s)
     finally:
-        for conn, (proc, slot) in workers.items():
+        for conn, (proc, slot, _) in workers.items():
             if proc.is_alive() and slot is None:
                 try:
                     conn.send(None)  # idle: end of tasks, it leaves at once
@@ -175,7 +191,7 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
                     proc.kill()
             elif proc.is_alive():
                 proc.kill()  # busy (an error, Ctrl-C, a closed iterator): its children die with it
-        for conn, (proc, _) in workers.items():
+        for conn, (proc, _, _) in workers.items():
             proc.join(5)
             if proc.is_alive():
                 proc.kill()

@@ -97,6 +97,36 @@ def test_a_paused_wait_is_not_timed_but_what_follows_it_is():
     assert raised.value.task == "wait-then-hang"
 
 
+def _timed(t):
+    start = time.time()
+    time.sleep(0.5 if t.startswith("compute") else 0.1)
+    return t, start, time.time()
+
+
+def test_waiting_tasks_run_beside_the_computing_ones_which_never_exceed_jobs():
+    """Tasks marked waiting get workers of their own beside the ``jobs`` computing ones (planted bugs: the mark
+    ignored, so a task that only waits out a timeout holds a core's worker; a waiting worker that also takes
+    computing tasks, so more than ``jobs`` compute at once; a lane that runs with one job, which must stay in
+    order, one task at a time)."""
+    tasks = ["compute-1", "compute-2", "compute-3", "wait-1", "wait-2"]
+    marks = [t.startswith("wait") for t in tasks]
+
+    def spans(jobs):
+        got = {r[0]: r[1:] for _, r in run_workers(_timed, tasks, jobs, 30, marks)}
+        assert sorted(got) == sorted(tasks)
+        return got
+
+    def most_at_once(got, names):
+        return max(sum(1 for m in names if got[m][0] <= got[n][0] < got[m][1]) for n in names)
+
+    got = spans(2)
+    computing = [t for t in tasks if t.startswith("compute")]
+    assert most_at_once(got, computing) == 2  # never 3: the waiting workers took no computing task
+    assert got["wait-1"][0] < min(got[t][1] for t in computing)  # it did not queue behind a computing task
+    got = spans(1)
+    assert most_at_once(got, tasks) == 1 and [t for t in sorted(got, key=lambda t: got[t][0])] == tasks
+
+
 # ------------------------------------------------------------------ SIGKILL between run.json.tmp and its rename
 def test_a_folder_holding_only_the_labs_own_temporary_files_is_taken_by_the_rerun(tmp_path):
     """Planted bug: a run SIGKILLed between writing ``run.json.tmp`` and renaming it leaves a folder every later

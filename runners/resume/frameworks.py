@@ -92,6 +92,12 @@ class ResumeFrameworks(FaultCells):
                     for b in backends for k in ks for j in jitters]
         return out
 
+    def waits(self, cell: Cell, options: Options) -> bool:
+        """A fault cell of a runtime whose env says its fault cells wait (``fault_cells_wait``: Temporal's server
+        retries a SIGKILLed activity only after its timeout); never a race."""
+        d = declared().get(cell.p["runtime"])
+        return not cell.p["k"] and d is not None and bool(d.fault_cells_wait)
+
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
         p = cell.p
         if not p["k"]:

@@ -39,6 +39,9 @@ class Declared:
     options: dict = field(default_factory=dict)  # passed to the adapter as ``self.options``
     #: PostgreSQL connections one racer holds (a framework's pools): how many races may share the server
     connections_per_racer: int = CONNECTIONS_PER_RACER
+    #: why the runtime's fault cells mostly wait (e.g. out a server's timeout after each SIGKILL): they then run
+    #: in workers of their own beside the computing cells ("" = they compute)
+    fault_cells_wait: str = ""
 
 
 @cache
@@ -55,7 +58,8 @@ def declared(root: Path = ENVS) -> dict[str, Declared]:
                          spec.get("release", name.partition("@")[2]), spec.get("variant", ""),
                          tuple(spec.get("backends", ("sqlite",))),
                          dict(spec.get("not_applicable", {})), tuple(spec.get("aliases", ())),
-                         dict(spec.get("options", {})), int(spec.get("connections_per_racer", CONNECTIONS_PER_RACER)))
+                         dict(spec.get("options", {})), int(spec.get("connections_per_racer", CONNECTIONS_PER_RACER)),
+                         str(spec.get("fault_cells_wait", "")))
             for n in (name, *d.aliases):
                 out[n] = d
     return out

@@ -43,6 +43,7 @@ How to write an adapter (the contract)
        aliases = ["dbos@today"]              # other names of the same row
        options = { polling_ms = 50 }         # self.options in the adapter
        connections_per_racer = 5             # PostgreSQL connections one racer holds (default 2)
+       fault_cells_wait = "..."              # why fault cells mostly wait: they run beside the computing ones
        [tool.driftlab.runtimes."dbos@3.4".not_applicable]
        during_checkpoint_write = "DBOS writes a step's output in one INSERT: no point inside it"
        fork = "..."                          # a call the framework has no form of
