@@ -84,12 +84,14 @@ class ResumeFrameworks(FaultCells):
             out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", c.name), ("backend", "sqlite"), ("k", 0),
                                      ("jitter_ms", 0.0)), reps, seed)
                     for c in (*lab, *rc.framework_cells(options))]
+            # the two workers take neighbouring cells: a SQLite race beside a PostgreSQL one, so that a big race
+            # that has the server to itself (one_big_race_at_a_time: DBOS's k >= 8) rarely makes the other wait
             backends = [b for b in g.backends if rt in rc.runtimes(Options(mechanisms=(rt,)), b)
                         and (b != "postgres" or not rc.postgres_reachable())]
             out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", "concurrent_resume"), ("backend", b),
                                      ("k", k), ("jitter_ms", float(j))),
                          options.extra.get("repetitions") or RACE_REPETITIONS[profile], seed)
-                    for b in backends for k in ks for j in jitters]
+                    for k in ks for j in jitters for b in backends]  # backends alternate: see the note above
         return out
 
     def waits(self, cell: Cell, options: Options) -> bool:
