@@ -140,9 +140,8 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
 
     workers: dict[Any, list] = {}  # our end of the pipe -> [process, None | (task index, started), waiting lane]
     try:
-        lanes = [False] * max(1, min(jobs, len(todo[False]))) if todo[False] else []
-        lanes += [True] * max(1, min(jobs, len(todo[True]))) if todo[True] else []
-        for lane in lanes:
+        per_lane = max(1, jobs)
+        for lane in [False] * min(per_lane, len(todo[False])) + [True] * min(per_lane, len(todo[True])):
             ours, theirs = ctx.Pipe()
             proc = ctx.Process(target=_worker, args=(os.getpid(), theirs, fn, tasks), daemon=True)
             proc.start()
