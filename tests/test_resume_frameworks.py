@@ -275,3 +275,18 @@ def test_framework_only_cells_are_na_with_a_reason_for_the_lab_runtimes(cell, re
     records, _ = rc.run_fault_cell("resume_frameworks", "naive", cell, 1, 7, Options(), "sqlite")
     assert set(records["verdict"]) == {"not applicable"} and len(records["verdict"]) == 7
     assert all(reason in w for w in records["witness"])
+
+
+def test_only_fault_cells_of_a_runtime_declaring_that_they_wait_run_beside_the_computing_ones():
+    """Temporal declares that its fault cells wait out its activity timeout: those, and nothing else, run in the
+    waiting lane (planted bugs: a race marked waiting, whose saturation then depends on a more loaded machine; the
+    mark read from the wrong runtime, so a CPU-bound framework's cells oversubscribe the cores)."""
+    from runners.experiment import Options
+    from runners.resume.frameworks import ResumeFrameworks
+
+    exp, options = ResumeFrameworks(), Options(mechanisms=("temporal@1.35", "langgraph@1.2.24"))
+    cells = exp.cells("quick", 1, options)
+    assert {(c.p["runtime"], c.p["fault_cell"] == "concurrent_resume") for c in cells} == {
+        ("temporal@1.35", False), ("temporal@1.35", True), ("langgraph@1.2.24", False), ("langgraph@1.2.24", True)}
+    waiting = {(c.p["runtime"], c.p["fault_cell"] == "concurrent_resume") for c in cells if exp.waits(c, options)}
+    assert waiting == {("temporal@1.35", False)}
