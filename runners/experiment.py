@@ -177,7 +177,7 @@ class Experiment:
     def waits(self, cell: Cell, options: Options) -> bool:
         """True for a cell that spends its time waiting, not computing (e.g. out a server's timeout): it then runs
         in a worker of its own beside the computing cells (``runners.workers.run_workers``).  Only for cells whose
-        records do not depend on how busy the machine is (a fault cell's verdicts come from named crash points; a
+        verdicts do not depend on how busy the machine is (a fault cell's come from named crash points; a
         race's do depend on it).  Default: no cell waits."""
         return False
 
