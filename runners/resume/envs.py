@@ -158,10 +158,11 @@ def built(root: Path = ENVS) -> dict[str, dict]:
     for name in sorted({d.env for d in declared(root).values()}):
         try:
             lock = (root / name / "uv.lock").read_bytes()
-            raw = json.loads((folder_of(name, lock) / MARK).read_text())
+            path = folder_of(name, lock)
+            raw = json.loads((path / MARK).read_text())
         except (OSError, ValueError):
             continue
-        out[name] = {"lock_sha256_12": hashlib.sha256(lock).hexdigest()[:12], "path": str(folder_of(name, lock)),
+        out[name] = {"lock_sha256_12": hashlib.sha256(lock).hexdigest()[:12], "path": str(path),
                      "installed": raw["installed"], "build_seconds": round(raw["build_s"], 2)}
     return out
 

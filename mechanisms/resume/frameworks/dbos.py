@@ -66,14 +66,13 @@ from dbos import error as dbos_error
 from dbos._utils import INTERNAL_QUEUE_NAME
 
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED,
-                       REFUSED, Adapter)
+                       REFUSED, Adapter, current)
 
 TOPIC = "decision"
 RECV_TIMEOUT_S = 7 * 24 * 3600  # a human decision may take days: DBOS's recv would otherwise return None at 60 s
 WAIT_S = 30
 TERMINAL_OK, TERMINAL_FAIL = ("SUCCESS",), ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 
-_ADAPTER: "DBOSAdapter | None" = None  # the adapter of this process (DBOS functions are module-level)
 
 
 PG_POOL, PG_CLIENT_POOL = 2, 1  # system-database connections per process on PostgreSQL (module docstring)
@@ -86,14 +85,14 @@ def _run_id() -> str:
 @DBOS.step(name="driftlab.node")
 def node_step(step: int, state: dict, resume: Any = None) -> dict:
     run_id = _run_id()
-    new = _ADAPTER.run_node(run_id, step, state, resume=resume)
-    _ADAPTER.point(AFTER_NODE_BEFORE_CHECKPOINT, run_id, step)
+    new = current().run_node(run_id, step, state, resume=resume)
+    current().point(AFTER_NODE_BEFORE_CHECKPOINT, run_id, step)
     return new
 
 
 @DBOS.workflow(name="driftlab.graph")
 def graph_workflow(initial: dict) -> dict:
-    rt, state = _ADAPTER, initial
+    rt, state = current(), initial
     for step, node in enumerate(rt.graph.nodes):
         if node["interrupt"]:
             value = DBOS.recv(TOPIC, timeout_seconds=RECV_TIMEOUT_S)
@@ -134,8 +133,6 @@ class DBOSAdapter(Adapter):
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)
-        global _ADAPTER
-        _ADAPTER = self
         if backend["kind"] == "sqlite":
             path = Path(backend["location"]) / f"{self.ns}dbos.sqlite"
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -48,7 +48,7 @@ from langgraph.types import Command, interrupt
 from pydantic import BaseModel, Field
 
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, FAILED,
-                       PARKED, PARKED_POINT, REFUSED, Adapter)
+                       PARKED, PARKED_POINT, REFUSED, Adapter, current)
 
 FIELDS = ("input", "approval", "steps", "log")
 
@@ -95,14 +95,13 @@ def _pointed(base: type) -> type:
     return type("Pointed" + base.__name__, (base,), {"put": put})
 
 
-_ADAPTER: "LangGraphAdapter | None" = None  # the adapter of this process (one per call's child)
 
 
 def _node_body(step: int, state, config):
     """Node ``step``'s body, run by this process's adapter.  Module-level, so that the node function LangGraph
     inspects at every compile (for subgraphs: every value it reaches, through ``dis``) reaches only this function
     and an int, not the adapter and all it holds (12 of a call's 40 ms)."""
-    return _ADAPTER.node_body(step, state, config)
+    return current().node_body(step, state, config)
 
 
 class LangGraphAdapter(Adapter):
@@ -120,8 +119,6 @@ class LangGraphAdapter(Adapter):
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)
-        global _ADAPTER
-        _ADAPTER = self
         self.durability = self.options.get("durability", "async")
         self.state_kind = self.graph.hints.get("state") or self.options.get("state", "typeddict")
         self.saver = self._open_saver()

@@ -56,11 +56,10 @@ from workflows import Context, Workflow, step
 from workflows.events import Event, HumanResponseEvent, InputRequiredEvent, StartEvent, StopEvent
 
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, DONE, DURING_CHECKPOINT_WRITE, PARKED, PARKED_POINT, REFUSED,
-                       Adapter)
+                       Adapter, current)
 
 RUN_TIMEOUT_S = 60
 
-_ADAPTER: "LlamaIndexAdapter | None" = None  # this process's adapter (steps are methods of module-level classes)
 
 
 class NodeDone(Event):
@@ -71,7 +70,7 @@ class NodeDone(Event):
 
 
 def _node(step_index: int, state: dict, resume: Any = None) -> dict:
-    rt = _ADAPTER
+    rt = current()
     new = rt.run_node(rt.run_id, step_index, state, resume=resume)
     rt.point(AFTER_NODE_BEFORE_CHECKPOINT, rt.run_id, step_index)
     return new
@@ -92,7 +91,7 @@ class _Tail(Workflow):
 
     @step
     async def after_interrupt(self, ev: NodeDone) -> NodeDone | StopEvent:
-        nodes = _ADAPTER.graph.nodes
+        nodes = current().graph.nodes
         nxt = ev.step + 1
         state = _node(nxt, ev.state)
         return StopEvent(result=state) if nxt + 1 >= len(nodes) else NodeDone(step=nxt, state=state)
@@ -104,14 +103,14 @@ class BoundaryWorkflow(_Tail):
     @step
     async def before_interrupt(self, ctx: Context, ev: StartEvent) -> InputRequiredEvent:
         state = await _initial(ctx, ev)
-        for i in range(_ADAPTER.graph.interrupt_step):
+        for i in range(current().graph.interrupt_step):
             state = _node(i, state)
         await ctx.store.set("state", state)
         return InputRequiredEvent(prefix="approve?")
 
     @step
     async def interrupt(self, ctx: Context, ev: HumanResponseEvent) -> NodeDone | StopEvent:
-        i = _ADAPTER.graph.interrupt_step
+        i = current().graph.interrupt_step
         state = _node(i, await ctx.store.get("state"), ev.response)
         return NodeDone(step=i, state=state)
 
@@ -122,12 +121,12 @@ class WaitForEventWorkflow(_Tail):
     @step
     async def waiting(self, ctx: Context, ev: StartEvent) -> NodeDone | StopEvent:
         state = await _initial(ctx, ev)
-        for i in range(_ADAPTER.graph.interrupt_step):
+        for i in range(current().graph.interrupt_step):
             state = _node(i, state)
         await ctx.store.set("state", state)
         response = await ctx.wait_for_event(HumanResponseEvent, waiter_event=InputRequiredEvent(prefix="approve?"),
                                             waiter_id="approve", timeout=None)
-        i = _ADAPTER.graph.interrupt_step
+        i = current().graph.interrupt_step
         return NodeDone(step=i, state=_node(i, state, response.response))
 
 
@@ -151,8 +150,6 @@ class LlamaIndexAdapter(Adapter):
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)
-        global _ADAPTER
-        _ADAPTER = self
         self.workflow_cls = VARIANTS[self.options.get("variant", "step-boundary")]
         self.run_id = ""
         if backend["kind"] == "sqlite":

@@ -73,7 +73,9 @@ How to write an adapter (the contract)
    node, park first (LangGraph ``interrupt()``, DBOS ``recv``, Agent
    Framework ``request_info``, LlamaIndex ``InputRequiredEvent`` /
    ``wait_for_event``, a Temporal signal/update) and run ``run_node`` with the
-   value once it arrives.  Call ``self.point(name, run_id, step)`` at every
+   value once it arrives.  Code the framework calls with no handle on your
+   adapter (a module-level step, a method of its own class) reaches it as
+   :func:`current`.  Call ``self.point(name, run_id, step)`` at every
    other named point you can reach (``after_node_before_checkpoint``,
    ``during_checkpoint_write``, ``parked``, ``after_resume_consumed``) and list
    the unreachable ones in ``not_applicable``.
@@ -244,12 +246,23 @@ class KillAtPoint:
 
 
 # ----------------------------------------------------------------- the base class
+_CURRENT: "Adapter | None" = None
+
+
+def current() -> "Adapter":
+    """The adapter this process built last (one per call's child): for code the framework calls with no handle on
+    it (a module-level step function, a method of a class the framework instantiates)."""
+    return _CURRENT
+
+
 class Adapter:
     """A framework behind the durable-runtime interface (module docstring, "How to write an adapter")."""
 
     name = "adapter"
 
     def __init__(self, backend: dict, graph: Graph, hooks: KillAtPoint | None = None, options: dict | None = None):
+        global _CURRENT
+        _CURRENT = self
         self.backend, self.graph = backend, graph
         self.hooks = hooks or KillAtPoint()
         self.options = dict(options or {})

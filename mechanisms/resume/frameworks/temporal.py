@@ -68,7 +68,7 @@ from temporalio.worker._worker import load_default_build_id
 
 from . import temporal_workflows as tw
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PACKAGE, PARKED,
-                       REFUSED, Adapter)
+                       REFUSED, Adapter, current)
 
 
 _FOLDER = str(Path(__file__).resolve().parent)
@@ -97,14 +97,13 @@ load_default_build_id()
 
 SERVER_IDLE_S = 300  # the server stops this long after the last call (or when its fork server is gone)
 WAIT_S = 30
-_ADAPTER: "TemporalAdapter | None" = None
 
 
 @activity.defn(name=tw.NODE_ACTIVITY)
 def node_activity(args: dict) -> dict:
     """One node, in whichever worker Temporal gives it to.  From the interrupt on, its ledger rows carry the label
     of the resume whose decision the workflow kept (``args["op"]``); before it, this process's call's label."""
-    rt, step = _ADAPTER, int(args["step"])
+    rt, step = current(), int(args["step"])
     run_id = activity.info().workflow_id.removeprefix(rt.prefix)
     own, rt.hooks.op = rt.hooks.op, args.get("op") or rt.hooks.op
     try:
@@ -130,8 +129,6 @@ class TemporalAdapter(Adapter):
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)
-        global _ADAPTER
-        _ADAPTER = self
         self.folder = Path(tempfile.gettempdir()) / f"driftlab-temporal-{os.getppid()}"  # the fork server's
         self.info = self.folder / "server.json"
         self.tq, self.prefix = f"{self.ns}-tq", f"{self.ns}/"
