@@ -64,7 +64,7 @@ def test_race_k2(runtime):
     from runners.resume.concurrency import race_cell
 
     r = race_cell("resume_frameworks", runtime, "sqlite", 2, 0.0, 1, 7, Options()).records
-    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] == 2
+    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] + r["failed"][0] == 2
     assert r["effects_fired"][0] <= 1 or r["co_verdict"][0] == "invalid"  # a gated effect fired twice breaks CO
     if runtime in ONE_EXECUTOR:
         assert r["effects_fired"] == [1]

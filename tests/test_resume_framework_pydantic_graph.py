@@ -55,26 +55,45 @@ def test_fault_cell_sigkill_after_gated_effect():
             assert (verdicts["EO"] == "invalid") == (charges[run] > 1)
 
 
+#: pydantic-graph's own refusals: no 'created' snapshot left to restore, or a claimed snapshot already running
+REFUSALS = ("GraphRuntimeError: ", "GraphNodeStatusError: ")
+
+
 def test_race_k2():
-    """Two racers forked from the env's warm server resume one parked interrupt: both answer, the gated effect
-    fired matches the consumptions in the ledger, and since pydantic-graph's load_next claims the one 'created'
-    snapshot under its file lock, one racer is served and the other refused by the framework before any node ran
-    (planted bugs: racers that never answer or whose answers are lost; an adapter that reads the file and runs the
-    interrupt node itself, which would serve both and charge twice; a refusal invented by the adapter instead of
-    pydantic-graph's own)."""
+    """Two racers forked from the env's warm server resume one parked interrupt.  pydantic-graph claims snapshots
+    one at a time under its file lock, so the interrupt is consumed once; what the other racer gets depends on
+    timing, and the lab must judge each answer from the ledger: refused by pydantic-graph (nothing 'created' left,
+    or the snapshot it claimed already running), failed with the framework's own error (e.g. its lock file unlinked
+    under it: FileNotFoundError; loud, so CO holds), or served a later snapshot the winner had just persisted, with
+    no value consumed (silently accepted: CO violated; a charge it fired, too).  Planted bugs: racers that never
+    answer or whose answers are lost; an adapter that reads the file and runs the interrupt node itself (two
+    consumptions); a refusal invented by the adapter instead of pydantic-graph's own, or a refused racer that ran a
+    node; a CO or EO verdict that disagrees with the ledger and the racers' answers."""
     from runners.experiment import Options
     from runners.resume.concurrency import race_cell
 
     out = race_cell("resume_frameworks", RUNTIME, "sqlite", 2, 0.0, 1, 7, Options())
     r, history = out.records, out.history
-    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] == 2
-    assert r["effects_fired"][0] <= 1 or r["co_verdict"][0] == "invalid"  # a gated effect fired twice breaks CO
     racers = [op for op in history.operations if op.actor.startswith("racer-")]
-    consumed = [op for op in history.operations if op.name == "trace" and op.value.get("kind") == "consume"]
-    charged = [op for op in history.operations if op.name == "effect" and op.value.get("effect") == "charge"]
-    assert len(racers) == 2 and len(charged) == r["effects_fired"][0] == len(consumed)
-    assert r["effects_fired"] == [1] and r["served"] == [1] and r["refused"] == [1]
-    loser = next(op for op in racers if op.value["state"] == "refused")
-    winner = next(op for op in racers if op.value["state"] != "refused")
-    assert "GraphRuntimeError" in loser.value["reason"]
-    assert winner.value["state"] == "done" and consumed[0].value["op"] == winner.value["op"]
+    states = [op.value["state"] for op in racers]
+    assert r["indeterminate"] == [0] and len(racers) == 2
+    assert (r["served"][0], r["refused"][0], r["failed"][0]) == (
+        sum(s in ("parked", "done") for s in states), states.count("refused"), states.count("failed"))
+    ledger = [op.value for op in history.operations if op.name in ("trace", "effect")]
+    consumed = [v["op"] for v in ledger if v.get("kind") == "consume"]
+    charged = [v["op"] for v in ledger if v.get("effect") == "charge"]
+    assert len(consumed) == 1 and r["effects_fired"] == [len(charged)]
+    assert set(charged) <= {op.value["op"] for op in racers}  # every charge in a racer's own call
+    other = next(op.value for op in racers if op.value["op"] != consumed[0])
+    if other["state"] == "refused":
+        assert other["reason"].startswith(REFUSALS)
+        assert not [v for v in ledger if v.get("op") == other["op"]]  # refused before any node ran
+    elif other["state"] == "failed":
+        assert other["reason"]
+    silently_served = other["state"] in ("parked", "done")
+    assert r["co_verdict"] == ["invalid" if silently_served or other["op"] in charged else "valid"]
+    fired = [(op.value["task"], op.value["effect"]) for op in history.operations if op.name == "effect"]
+    if len(fired) > len(set(fired)):  # an effect fired twice
+        assert r["eo_verdict"] == ["invalid"]
+    if sorted(fired) == sorted(set(fired)) and len(fired) == 3:  # prepare's, the charge and the email, once each
+        assert r["eo_verdict"] == ["valid"]

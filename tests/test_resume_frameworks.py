@@ -219,7 +219,7 @@ def test_race_k2_forks_two_racers_from_the_env_server(runtime):
 
     out = race_cell("resume_frameworks", runtime, "sqlite", 2, 0.0, 1, 7, Options())
     r = out.records
-    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] == 2
+    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] + r["failed"][0] == 2
     assert (r["effects_fired"][0] > 1) == (r["co_verdict"][0] == "invalid")
 
 

@@ -94,8 +94,10 @@ def test_tables_have_the_issues_columns_and_records_repeat(tmp_path):
     ind = a[a["runtime"] == "sequencer"].assign(runtime="sequencer+none")
     assert list(resume_independence.table(ind).columns) == ["fault_switch", "property", "verdict", "witness"]
     conc = pd.DataFrame({"runtime": ["naive"] * 2, "backend": ["sqlite"] * 2, "k": [4, 4], "jitter_ms": [0.0, 0.0],
-                         "effects_fired": [4, 3], "served": [4, 4], "refused": [0, 0], "indeterminate": [0, 0]})
+                         "effects_fired": [4, 3], "served": [4, 3], "refused": [0, 0], "failed": [0, 1],
+                         "indeterminate": [0, 0]})
     t = resume_concurrency.table(conc)
     assert list(t.columns) == ["runtime", "backend", "k", "jitter_ms", "repetitions", "effects_fired_mean",
-                               "saturation", "served_mean", "refused_mean", "indeterminate"]
+                               "saturation", "served_mean", "refused_mean", "failed_mean", "indeterminate"]
     assert t["saturation"].iloc[0] == pytest.approx((1.0 + 0.75) / 2)
+    assert (t["served_mean"].iloc[0], t["failed_mean"].iloc[0]) == (3.5, 0.5)  # a racer that failed is not served

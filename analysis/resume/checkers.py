@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vocabulary import CheckResult, History, Operation, Verdict, Witness
-from vocabulary.resume import (CALLS, CHECKPOINT, CO, CONSUME, CV, EFFECT, EO, FAMILY, FD, FORK, LIVENESS, MEMO,
-                               NODE_RUN, PC, RD, RECOVER, REFUSED, RESUME, STORES_READ, TRACE, GraphSpec)
+from vocabulary.resume import (CALLS, CHECKPOINT, CO, CONSUME, CV, EFFECT, EO, FAILED, FAMILY, FD, FORK, LIVENESS,
+                               MEMO, NODE_RUN, PC, RD, RECOVER, REFUSED, RESUME, STORES_READ, TRACE, GraphSpec)
 from vocabulary.resume import HISTORY  # noqa: F401 - the declared history format `driftlab check` validates
 
 
@@ -227,7 +227,8 @@ class CheckpointValidity(_Base):
 
 class ConsumeOnce(_Base):
     """CO: per run, the interrupt's value is consumed at most once; no resume that did not consume it fires its
-    gated effects; and a completed resume that did not consume it, while it was consumed, must have been refused."""
+    gated effects; and a completed resume that did not consume it, while it was consumed, must have been refused
+    or have failed (the framework's error reaches the caller: loud, not silently accepted)."""
 
     name = CO
     #: the lab's reading: a completed resume of a consumed interrupt must be refused (REMIT's reading: no)
@@ -262,7 +263,7 @@ class ConsumeOnce(_Base):
                 continue
             earlier = [t for t in consumes.get(run, []) if t.value.get("op") != call.value.get("op")
                        and (call.end is None or (t.value.get("at") or 0) <= call.end)]
-            if earlier and call.value.get("state") != REFUSED and self.refusal_required:
+            if earlier and call.value.get("state") not in (REFUSED, FAILED) and self.refusal_required:
                 out.append(Witness((earlier[0].index, call.index), (
                     f"the interrupt of run {run} was consumed by {earlier[0].value.get('op')} "
                     f"(value {earlier[0].value.get('resume')!r}); resume {call.value.get('op')} with "

@@ -4,7 +4,8 @@ Serves the paper's concurrent-delivery result (arXiv 2608.03836): k processes
 resuming one parked interrupt fire the gated effect k times (saturation 1.0
 in most cells for LangGraph 1.2.9: ``data/reference/resume.toml``); the consume-once gate serves one racer
 and refuses the rest.  One record per race; saturation = gated effects
-fired / k, averaged over the cell's repetitions.
+fired / k, averaged over the cell's repetitions; a racer is served (parked
+or done), refused, failed (the runtime raised) or unanswered (indeterminate).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from analysis.resume.langgraph_findings import remit_races
 from analysis.report import Matrix, Section, row
 
 COLUMNS = ["runtime", "backend", "k", "jitter_ms", "repetitions", "effects_fired_mean", "saturation", "served_mean",
-           "refused_mean", "indeterminate"]
+           "refused_mean", "failed_mean", "indeterminate"]
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
@@ -26,6 +27,7 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
                     "effects_fired_mean": float(g["effects_fired"].mean()),
                     "saturation": float((g["effects_fired"] / g["k"]).mean()),
                     "served_mean": float(g["served"].mean()), "refused_mean": float(g["refused"].mean()),
+                    "failed_mean": float(g["failed"].mean()),
                     "indeterminate": int(g["indeterminate"].sum())})
     return pd.DataFrame(out, columns=COLUMNS)
 
@@ -50,6 +52,9 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         r = records[records["runtime"] == rt]
         one = int((r["effects_fired"] == 1).sum())
         rows.append(row(f"{rt}: races with exactly one gated effect", one, None, "count", ours_of=len(r)))
+        if r["failed"].sum():  # racers answered with the runtime's error: neither served nor refused
+            rows.append(row(f"{rt}: racers that failed (the runtime's error)", int(r["failed"].sum()), None, "count",
+                            ours_of=int(r["k"].sum())))
         keys = [f"{b} k={k}" for b, k in dict.fromkeys(zip(t["backend"], t["k"]))]
         cols = [f"{j:g} ms" for j in sorted(set(t["jitter_ms"]))]
         cells = {(f"{b} k={k}", f"{j:g} ms"): _fmt(s) for b, k, j, s in zip(t["backend"], t["k"], t["jitter_ms"], t["saturation"])}

@@ -10,11 +10,12 @@ Per cell a warm pool of k resumer processes is forked once
 (runners/resume/procs.py ``RacerPool``); per repetition the driver (this
 process) starts a run that parks, the k racers meet at one barrier, each
 waits its own seeded jitter and resumes.  The record counts the gated
-effects the run fired, the racers served, refused and unanswered, and the
-checkers' CO and EO verdicts on the race's history.  On PostgreSQL a race
-whose racers hold more than :data:`RACE_CONNECTIONS` connections has the
-server to itself (:func:`one_big_race_at_a_time`): the racers' connections
-must fit its ``max_connections``.
+effects the run fired, the racers served (parked or done), refused, failed
+(the framework raised: a loud answer, neither served nor refused) and
+unanswered, and the checkers' CO and EO verdicts on the race's history.  On
+PostgreSQL a race whose racers hold more than :data:`RACE_CONNECTIONS`
+connections has the server to itself (:func:`one_big_race_at_a_time`): the
+racers' connections must fit its ``max_connections``.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from runners.resume.cells import Recorder, setup_backend
 from runners.resume.procs import build, racers
 from scenarios.resume.loader import by_kind
 from vocabulary import History
-from vocabulary.resume import CHECKPOINT, EFFECT, REFUSED, STORES_READ, TRACE
+from vocabulary.resume import CHECKPOINT, DONE, EFFECT, PARKED, REFUSED, STORES_READ, TRACE
 
 
 def grid(options: Options):
@@ -135,7 +136,7 @@ def _races(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: 
                                     {"run": run, "op": labels[i], "resume": g.value, "group": run})
                             continue
                         s = a["status"]
-                        rec.add(f"racer-{i}", "resume", "ok" if s["state"] in ("parked", "done") else "fail",
+                        rec.add(f"racer-{i}", "resume", "ok" if s["state"] in (PARKED, DONE) else "fail",
                                 a["start"], a["end"], {"run": run, "op": labels[i], "resume": g.value, "group": run,
                                                        "state": s["state"], "reason": s.get("reason", ""),
                                                        "pid": a["pid"], "jitter_s": jitters[i]})
@@ -154,8 +155,9 @@ def _races(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: 
                     starts = [a["start"] for a in got]
                     base = {"repetition": rep, "seed": rep_seed,
                             "effects_fired": sum(1 for e in effects if e.task == gated),
-                            "served": sum(1 for a in got if a["status"]["state"] != REFUSED),
+                            "served": sum(1 for a in got if a["status"]["state"] in (PARKED, DONE)),
                             "refused": sum(1 for a in got if a["status"]["state"] == REFUSED),
+                            "failed": sum(1 for a in got if a["status"]["state"] not in (PARKED, DONE, REFUSED)),
                             "indeterminate": k - len(got),
                             "start_skew_us": (max(starts) - min(starts)) * 1e6 if starts else 0.0}
                     if per_property:

@@ -15,23 +15,24 @@ from analysis.reference import reference
 REF = reference("resume_concurrency")
 
 
-def race(runtime, k, fired, served=None, refused=0, indeterminate=0, backend="postgres", jitter=25.0):
+def race(runtime, k, fired, served=None, refused=0, indeterminate=0, backend="postgres", jitter=25.0, failed=0):
     return {"runtime": runtime, "backend": backend, "k": k, "jitter_ms": jitter, "effects_fired": fired,
-            "served": fired if served is None else served, "refused": refused, "indeterminate": indeterminate}
+            "served": fired if served is None else served, "refused": refused, "failed": failed,
+            "indeterminate": indeterminate}
 
 
 def test_table_is_one_row_per_cell_with_its_own_means_and_sums():
     """Bug class: a rate over the wrong population: a cell's means, sums and saturation computed over another
     cell's races (or the indeterminate races averaged instead of counted)."""
-    records = pd.DataFrame([race("seq", 4, 1, 1, 3, 0, jitter=50), race("seq", 4, 1, 1, 2, 1, jitter=50),
+    records = pd.DataFrame([race("seq", 4, 1, 1, 3, 0, jitter=50), race("seq", 4, 1, 1, 1, 1, jitter=50, failed=1),
                             race("seq", 2, 2, 2, 0, 0, backend="sqlite", jitter=0),
                             race("naive", 4, 3, 4, 0, 2, jitter=50)])
     tab = concurrency.table(records)
     assert list(tab.columns) == concurrency.COLUMNS
     got = [tuple(r) for r in tab.itertuples(index=False)]
-    assert got == [("naive", "postgres", 4, 50.0, 1, 3.0, 0.75, 4.0, 0.0, 2),
-                   ("seq", "postgres", 4, 50.0, 2, 1.0, 0.25, 1.0, 2.5, 1),
-                   ("seq", "sqlite", 2, 0.0, 1, 2.0, 1.0, 2.0, 0.0, 0)]
+    assert got == [("naive", "postgres", 4, 50.0, 1, 3.0, 0.75, 4.0, 0.0, 0.0, 2),
+                   ("seq", "postgres", 4, 50.0, 2, 1.0, 0.25, 1.0, 2.0, 0.5, 1),
+                   ("seq", "sqlite", 2, 0.0, 1, 2.0, 1.0, 2.0, 0.0, 0.0, 0)]
     assert all(type(v) is int for v in tab["k"]) and all(type(v) is float for v in tab["jitter_ms"])
     assert concurrency.table(records.iloc[:0]).empty and list(concurrency.table(records.iloc[:0]).columns) == \
         concurrency.COLUMNS
@@ -77,12 +78,15 @@ def test_report_cells_rows_and_notes():
     records = pd.DataFrame([race("naive", 1000, 999, jitter=50), race("naive", 1000, 998, jitter=50, backend="pg2"),
                             race("naive", 5, 5, backend="sqlite", jitter=0), race("naive", 5, 1, backend="sqlite",
                                                                                   jitter=100),
-                            race("naive", 5, 1, backend="sqlite", jitter=100), race("seq", 5, 1, backend="sqlite")])
+                            race("naive", 5, 1, backend="sqlite", jitter=100),
+                            race("seq", 5, 1, 1, 2, backend="sqlite", failed=2)])
     tab = concurrency.table(records)
     section = concurrency.report(tab, records)
     rows = {r["metric"]: r for r in section.rows}
     assert list(rows) == ["naive: cells with saturation 1.0", "naive: races with exactly one gated effect",
-                          "seq: cells with saturation 1.0", "seq: races with exactly one gated effect"]
+                          "seq: cells with saturation 1.0", "seq: races with exactly one gated effect",
+                          "seq: racers that failed (the runtime's error)"]  # only a runtime whose racers failed
+    assert rows["seq: racers that failed (the runtime's error)"]["ours"] == "2 of 5 (40.00%)"  # of its racers
     assert rows["naive: cells with saturation 1.0"]["ours"] == "2 of 4 (50.00%)"
     assert rows["naive: races with exactly one gated effect"]["ours"] == "2 of 5 (40.00%)"
     assert rows["seq: races with exactly one gated effect"]["ours"] == "1 of 1 (100.00%)"

@@ -198,6 +198,18 @@ def test_consume_once_silently_accepted_witness_and_the_inert_reading():
     assert judge("inert", fired)[0] is I  # the inert reading still forbids the gated effect
 
 
+@pytest.mark.parametrize("state,verdict", [("refused", V), ("failed", V), ("done", I), ("parked", I)])
+def test_consume_once_second_resume_answers(state, verdict):
+    """Bug class: a checker that reads a loud answer as silent acceptance (a second resume that failed with the
+    framework's error, e.g. pydantic-graph's file lock, reached its caller as an error), or that lets an answer
+    which reports success (done, parked) pass for a refusal."""
+    rows = parked() + [call("resume", "r1", "a", "done", "yes", start=2, end=3),
+                       tr("r1", 1, "approve", "consume", "a", 2.5, "yes"),
+                       call("resume", "r1", "b", state, "no", status="fail" if state == "failed" else OK,
+                            start=4, end=5)]
+    assert judge(CO, rows)[0] is verdict
+
+
 @pytest.mark.parametrize("consume_at,step,verdict", [
     (5.0, 1, I),     # consumed at the very end of b's call: before b was answered
     (5.5, 1, V),     # consumed only after b was answered: b could not have been refused for it

@@ -193,10 +193,11 @@ def concurrency_records() -> pd.DataFrame:
     for runtime, fired, served in (("sequencer", 1, 1), ("naive", 3, 3), ("langgraph", 4, 4)):
         for rep in range(2):
             rows.append({"runtime": runtime, "backend": "postgres", "k": 4, "jitter_ms": 25.0, "effects_fired": fired,
-                         "served": served, "refused": 4 - served, "indeterminate": 0, "repetition": rep})
+                         "served": served, "refused": 4 - served, "failed": 0, "indeterminate": 0,
+                         "repetition": rep})
     for k in (2, 3):
         rows.append({"runtime": "langgraph", "backend": "postgres", "k": k, "jitter_ms": 25.0, "effects_fired": k,
-                     "served": k, "refused": 0, "indeterminate": 0, "repetition": 0})
+                     "served": k, "refused": 0, "failed": 0, "indeterminate": 0, "repetition": 0})
     return pd.DataFrame(rows)
 
 
