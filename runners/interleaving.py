@@ -46,6 +46,7 @@ class LostActor(RuntimeError):
     """An actor's process ended by itself in the middle of a run (no step kills one): the cell fails."""
 
 REPLY_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 60.0  # an actor not up by then (imports, its store connection) fails the cell
 
 
 class Script(Protocol):
@@ -146,7 +147,11 @@ class Interpreter:
         if name not in self._actors or not self._actors[name].alive:  # a dead actor is replaced
             if name in self._actors:
                 self._actors[name].close()
-            self._actors[name] = self.domain.start_actor(name)
+            actor = self.domain.start_actor(name)
+            if not actor.wait_up(START_TIMEOUT_S):  # a step's reply time never includes the actor's start
+                actor.close()
+                raise LostActor(f"{actor.lost}: the cell has no result")
+            self._actors[name] = actor
         return self._actors[name]
 
     def close(self) -> None:

@@ -353,8 +353,13 @@ def serve_json_lines(handle: Callable[[dict], Any], requests: TextIO, replies: T
     handler's timing on the ``perf_counter_ns`` clock), plus ``"info"`` when
     the handler returns an :class:`Answer`; an exception becomes
     the result ``"error: <Type>: <first line>"``, so the caller sees what the
-    other side answered.
+    other side answered.  Before the first request it writes ``{"up": PID}``:
+    the actor is started (imports done, ``handle`` ready), which
+    :meth:`ActorProcess.wait_up` reads, so that no step's reply time includes
+    the actor's own start.
     """
+    replies.write(json.dumps({"up": os.getpid()}) + "\n")
+    replies.flush()
     for line in requests:
         req = json.loads(line)
         if req.get("at_ns") is not None:
@@ -394,6 +399,26 @@ class ActorProcess:
             self.proc.stdin.flush()
         except BrokenPipeError:  # the process is gone: reply() says so (``exited``)
             pass
+
+    def wait_up(self, timeout: float) -> bool:
+        """True once the actor has said it is up (:func:`serve_json_lines`); False (:attr:`lost` says why) if not.
+
+        An actor silent for ``timeout`` is killed; one that exits, or first
+        says something else, is lost too.
+        """
+        if not self.ready(timeout):
+            self.lost = f"{self.name} did not start within {timeout} s"
+            kill(self.proc)
+            return False
+        line = self.proc.stdout.readline()
+        if not line:
+            self.lost, self.exited = f"{self.name} exited with code {self.proc.wait()} before it was up", True
+            return False
+        if "up" not in json.loads(line):
+            self.lost = f"{self.name} answered before it was up: {line.strip()[:200]}"
+            kill(self.proc)
+            return False
+        return True
 
     def ready(self, timeout: float) -> bool:
         """True when an answer (or end of file) is waiting to be read."""

@@ -9,8 +9,10 @@ step-by-step check can fail.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 
@@ -22,7 +24,7 @@ from analysis.revalidation.checkers import verdicts_by_group
 from analysis.revalidation.races import report, table
 from faults.revalidation.races import (CROSS_RESOURCE, HISTORIES, POLICY_CHANGE_IN_FLIGHT, RACE_PAIR, Step, by_binding,
                           expected_commits)
-from runners import backends, processes
+from runners import backends, interleaving, processes
 from runners.experiment import CellOutput, Options
 from runners.revalidation.races import RevalidationRaces, timing
 from runners.interleaving import Interpreter, LostActor
@@ -150,6 +152,44 @@ def test_a_silent_actor_is_indeterminate_and_its_pair_unknown(sqlite_lab):
     assert all(op.end is None and "no answer" in op.value["lost"] for op in commits)
     assert not x.errors  # not folded into an error count
     assert verdict(x) is Verdict.UNKNOWN
+
+
+class SlowToStart(RaceDomain):
+    """The race domain, with each actor's process stopped (SIGSTOP) as it starts and let go 1 s later: a loaded
+    machine's slow interpreter start, made certain."""
+
+    def start_actor(self, name):
+        actor = super().start_actor(name)
+        os.kill(actor.pid, signal.SIGSTOP)
+        threading.Timer(1.0, _let_go, (actor.proc,)).start()
+        return actor
+
+
+def _let_go(proc):
+    if proc.poll() is None:  # not already killed for its silence
+        os.kill(proc.pid, signal.SIGCONT)
+
+
+def test_an_actor_slow_to_start_is_waited_for_not_charged_to_its_first_step(sqlite_lab):
+    """Planted bug (CI, a loaded machine): the first request is sent before the actor is up, so its start counts
+    against the reply timeout; the actor is killed as silent and its steps turn indeterminate or error."""
+    interpreter = Interpreter(SlowToStart(sqlite_lab.store, "target_cas"), "target_cas", reply_timeout_s=0.5)
+    try:
+        x = interpreter.run(RACE_PAIR, case=10_002)
+    finally:
+        interpreter.close()
+    assert x.indeterminate == 0 and not x.errors and x.as_expected, _explain([x])
+
+
+def test_an_actor_that_never_starts_fails_the_run(sqlite_lab, monkeypatch):
+    """An actor not up within the start timeout is the lab's failure (LostActor), never an indeterminate step."""
+    monkeypatch.setattr(interleaving, "START_TIMEOUT_S", 0.2)
+    interpreter = Interpreter(SlowToStart(sqlite_lab.store, "target_cas"), "target_cas", reply_timeout_s=5)
+    try:
+        with pytest.raises(LostActor, match=r"worker_a did not start within 0.2 s"):
+            interpreter.run(RACE_PAIR, case=10_003)
+    finally:
+        interpreter.close()
 
 
 class KilledFromOutside(RaceDomain):
