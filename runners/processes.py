@@ -403,19 +403,16 @@ class ActorProcess:
     def wait_up(self, timeout: float) -> bool:
         """True once the actor has said it is up (:func:`serve_json_lines`); False (:attr:`lost` says why) if not.
 
-        An actor silent for ``timeout`` is killed; one that exits, or first
-        says something else, is lost too.
+        As :meth:`reply`: an actor silent for ``timeout`` is killed; one that
+        exits, or first says something else, is lost too.
         """
-        if not self.ready(timeout):
-            self.lost = f"{self.name} did not start within {timeout} s"
-            kill(self.proc)
+        said = self.reply(timeout)
+        if said is None:
+            if not self.exited:
+                self.lost = f"{self.name} did not start within {timeout} s"
             return False
-        line = self.proc.stdout.readline()
-        if not line:
-            self.lost, self.exited = f"{self.name} exited with code {self.proc.wait()} before it was up", True
-            return False
-        if "up" not in json.loads(line):
-            self.lost = f"{self.name} answered before it was up: {line.strip()[:200]}"
+        if "up" not in said:
+            self.lost = f"{self.name} answered before it was up: {json.dumps(said)[:200]}"
             kill(self.proc)
             return False
         return True

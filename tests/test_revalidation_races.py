@@ -173,23 +173,17 @@ def _let_go(proc):
 def test_an_actor_slow_to_start_is_waited_for_not_charged_to_its_first_step(sqlite_lab):
     """Planted bug (CI, a loaded machine): the first request is sent before the actor is up, so its start counts
     against the reply timeout; the actor is killed as silent and its steps turn indeterminate or error."""
-    interpreter = Interpreter(SlowToStart(sqlite_lab.store, "target_cas"), "target_cas", reply_timeout_s=0.5)
-    try:
+    with Interpreter(SlowToStart(sqlite_lab.store, "target_cas"), "target_cas", reply_timeout_s=0.5) as interpreter:
         x = interpreter.run(RACE_PAIR, case=10_002)
-    finally:
-        interpreter.close()
     assert x.indeterminate == 0 and not x.errors and x.as_expected, _explain([x])
 
 
 def test_an_actor_that_never_starts_fails_the_run(sqlite_lab, monkeypatch):
     """An actor not up within the start timeout is the lab's failure (LostActor), never an indeterminate step."""
     monkeypatch.setattr(interleaving, "START_TIMEOUT_S", 0.2)
-    interpreter = Interpreter(SlowToStart(sqlite_lab.store, "target_cas"), "target_cas", reply_timeout_s=5)
-    try:
+    with Interpreter(SlowToStart(sqlite_lab.store, "target_cas"), "target_cas", reply_timeout_s=5) as interpreter:
         with pytest.raises(LostActor, match=r"worker_a did not start within 0.2 s"):
             interpreter.run(RACE_PAIR, case=10_003)
-    finally:
-        interpreter.close()
 
 
 class KilledFromOutside(RaceDomain):
