@@ -1,6 +1,6 @@
 """The agent family's use of the guard's layers, each test naming the planted bug it catches.
 
-Real LangGraph and driftguard; the execution tests run the refund agent in
+Real LangGraph and driftlab_guard; the execution tests run the refund agent in
 real forked processes on real SQLite files (runners/agent/execution.py).
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import TypedDict
 
 import pytest
 
-pytest.importorskip("driftguard")
+pytest.importorskip("driftlab_guard")
 
-import driftguard  # noqa: E402
+import driftlab_guard  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import Command, interrupt  # noqa: E402
 
@@ -38,11 +38,11 @@ def scenario():
 
 
 def revalidate(st, scenario, change: str) -> str:
-    """The premises layer's outcome for one premise change, on driftguard's in-memory source."""
+    """The premises layer's outcome for one premise change, on driftlab_guard's in-memory source."""
     flat = {f"{o}.{f}": v for o, fields in scenario.state.items() for f, v in fields.items()}
-    source = driftguard.DictSource(flat)
+    source = driftlab_guard.DictSource(flat)
     premises = st.premises(scenario)
-    guard = driftguard.Revalidator(source, premises)
+    guard = driftlab_guard.Revalidator(source, premises)
     parked = guard.park(premises)
     ch = scenario.changes[change]
     source.write(ch.field, ch.value)
@@ -141,10 +141,10 @@ def test_a_claim_keyed_without_the_interrupt_id_refuses_the_second_interrupt(tmp
         if completes:
             app.invoke(Command(resume="ok"), config)
             assert app.get_state(config).values["log"] == ["manager:yes", "finance:ok"]
-            with pytest.raises(driftguard.ResumeRefused):  # and a repeat of the second approval is refused
+            with pytest.raises(driftlab_guard.ResumeRefused):  # and a repeat of the second approval is refused
                 app.invoke(Command(resume="ok"), config)
         else:
-            with pytest.raises(driftguard.ResumeRefused):
+            with pytest.raises(driftlab_guard.ResumeRefused):
                 app.invoke(Command(resume="ok"), config)
             assert app.get_state(config).next == ("finance",)
 
@@ -158,10 +158,10 @@ def fan_in(pinning: bool):
     from analysis.checkers import checkers
     from vocabulary import History, Operation
 
-    resources = driftguard.Resources(["prompt:refund@2 requires model:refund@2"])
+    resources = driftlab_guard.Resources(["prompt:refund@2 requires model:refund@2"])
     for v in (1, 2):
         resources.deploy("model:refund", v, live=(v == 1))
-    pins = driftguard.Pins(resources)
+    pins = driftlab_guard.Pins(resources)
     ops: list[tuple[str, str, dict]] = [("start", "ok", {"workflow": "w"})]
     first_bound = threading.Event()
     channel = pins.channel() if pinning else Annotated[dict, lambda a, b: {**(a or {}), **(b or {})}]
@@ -194,7 +194,7 @@ def fan_in(pinning: bool):
     try:
         g.compile().invoke({"pins": {}, "seen": []})
         merged = "ok"
-    except driftguard.PinningError:
+    except driftlab_guard.PinningError:
         merged = "fail"  # the fan-in refused
     ops.append(("merge", merged, {"workflow": "w", "branches": ["w/a", "w/b"]}))
     ops.sort(key=lambda o: {"start": 0, "spawn": 1}.get(o[0], 2))
@@ -208,7 +208,7 @@ def test_pinning_refuses_a_fan_in_whose_branches_bound_two_versions():
     """Catches a fan-in without the manifest's merge check (planted: the branches' manifests merged by a plain
     dict union): a deployment between two parallel branches' first bindings gives two versions of one alias;
     without the check the merge is admitted and the isolation family's merge_skew checker says invalid; with
-    driftguard's Pins the fan-in is refused and the checker says valid."""
+    driftlab_guard's Pins the fan-in is refused and the checker says valid."""
     loose, merged = fan_in(pinning=False)
     assert merged == "ok" and loose.verdict is Verdict.INVALID
     pinned, merged = fan_in(pinning=True)

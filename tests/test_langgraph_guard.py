@@ -1,4 +1,4 @@
-"""driftguard's consume-once layer on LangGraph: conformance kit, claims, refusals, recovery, schema, effects.
+"""driftlab_guard's consume-once layer on LangGraph: conformance kit, claims, refusals, recovery, schema, effects.
 
 Real LangGraph, real SQLite files and a real PostgreSQL schema, real forked
 processes and a real SIGKILL.  Each test names the planted bug it catches.
@@ -29,7 +29,7 @@ from langgraph.types import Command, interrupt  # noqa: E402
 from psycopg.rows import dict_row  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
-from driftguard import (GuardedAsyncPostgresSaver, GuardedAsyncSqliteSaver, GuardedPostgresSaver,  # noqa: E402
+from driftlab_guard import (GuardedAsyncPostgresSaver, GuardedAsyncSqliteSaver, GuardedPostgresSaver,  # noqa: E402
                         GuardedSqliteSaver, InvalidState, OnceLedger, ResumeRefused, StateSchema, fire_once)
 from runners.processes import Barrier, fork_start, wait  # noqa: E402
 

@@ -224,7 +224,7 @@ def note(faults: pd.DataFrame | None = None, concurrency: pd.DataFrame | None = 
 def overhead_ratios(benchmark_json: dict) -> pd.DataFrame:
     """Stack / stock ratios per backend, operation and stack (``bench_langgraph_guard.py``'s JSON).
 
-    The stacks are driftguard's layer 1 alone (``guard``) and its three layers
+    The stacks are driftlab_guard's layer 1 alone (``guard``) and its three layers
     (``full``).  Each repetition times every stack back to back; its ratio is
     the stack's median over the stock saver's median, so drift of a shared
     machine between repetitions cancels.  ``ratio`` is the median of the

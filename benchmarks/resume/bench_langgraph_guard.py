@@ -1,4 +1,4 @@
-"""What driftguard costs LangGraph: one checkpointed step and one resume, stock vs layer 1 vs all three layers.
+"""What driftlab_guard costs LangGraph: one checkpointed step and one resume, stock vs layer 1 vs all three layers.
 
 Serves issue 15's overhead claim (aim: the full stack at most 1.2x stock per
 step and per resume, on SQLite and PostgreSQL).  Three stacks, timed in one
@@ -38,7 +38,7 @@ from typing import Annotated, TypedDict
 
 import pytest
 
-from driftguard import (REPLAN, DictSource, Pins, Premise, Resources, Revalidator, guarded)
+from driftlab_guard import (REPLAN, DictSource, Pins, Premise, Resources, Revalidator, guarded)
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph

@@ -12,7 +12,7 @@ a real SQLite file and on PostgreSQL when it is reachable:
   (parked by ``setup``, outside the timed region).
 
 Savers: ``stock`` = LangGraph's ``SqliteSaver`` / ``PostgresSaver``;
-``guard`` = driftguard's guarded savers with the state schema (the guard's
+``guard`` = driftlab_guard's guarded savers with the state schema (the guard's
 package, ``guard/``); ``remit`` =
 ``remit.wrap(<stock>, conn, validator=<strict schema check>,
 cross_process_gate=True)``, as REMIT's README configures it for concurrent
@@ -31,7 +31,7 @@ import pytest
 
 remit = pytest.importorskip("remit")
 
-from driftguard import GuardedPostgresSaver, GuardedSqliteSaver  # noqa: E402
+from driftlab_guard import GuardedPostgresSaver, GuardedSqliteSaver  # noqa: E402
 from langgraph.checkpoint.postgres import PostgresSaver  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402

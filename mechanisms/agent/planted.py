@@ -4,7 +4,7 @@ Nothing here is a mechanism under test: a planted variant exists so that a
 test can show the lab tells it from the real layer.  The variants of the
 premises and pinning layers are switches of :class:`mechanisms.agent.stacks.Stack`
 (``skip:<class>``, ``no_subgraph_inheritance``); the consume-once claim's is a
-subclass of driftguard's saver, made here.
+subclass of driftlab_guard's saver, made here.
 """
 from __future__ import annotations
 

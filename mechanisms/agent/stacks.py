@@ -1,20 +1,20 @@
 """Mechanism stacks of the agent family: stock LangGraph plus any subset of the guard's three layers.
 
 Serves issue 15's independence claim: each layer removes its own failures and
-leaves the others.  The layers are the ``driftguard`` package's (``guard/``);
+leaves the others.  The layers are the ``driftlab_guard`` package's (``guard/``);
 the lab keeps no copy of them.  A :class:`Stack` says, for the agent's four
 decisions, what it uses with or without each layer:
 
 - **saver** (``once``): LangGraph's own ``SqliteSaver`` / ``PostgresSaver``, or
-  driftguard's consume-once subclass of it (a second resume of a consumed
+  driftlab_guard's consume-once subclass of it (a second resume of a consumed
   interrupt is refused; a recovery is handed the claimed value);
-- **effects** (``once``): a plain insert per firing, or driftguard's
+- **effects** (``once``): a plain insert per firing, or driftlab_guard's
   idempotent ``OnceLedger`` (fired once per thread / task / key);
 - **act check** (``premises``): without the layer the agent does what it was
   written to do (the scenario's ``stock_check``: compare the version of the
-  row it acts on, REPLAN if it moved); with it, driftguard's ``Revalidator``
+  row it acts on, REPLAN if it moved); with it, driftlab_guard's ``Revalidator``
   over the scenario's declared premises (:meth:`Stack.premises`);
-- **resolution** (``pinning``): the live alias every time, or driftguard's
+- **resolution** (``pinning``): the live alias every time, or driftlab_guard's
   ``Pins`` (a manifest channel in the state, inherited by the subgraph).
 
 ``planted`` switches on a test's planted bug: ``skip:<class>`` declares no
@@ -41,8 +41,8 @@ def stock_savers() -> dict[str, type]:
 
 
 def guarded_savers() -> dict[str, type]:
-    import driftguard
-    return {"sqlite": driftguard.GuardedSqliteSaver, "postgres": driftguard.GuardedPostgresSaver}
+    import driftlab_guard
+    return {"sqlite": driftlab_guard.GuardedSqliteSaver, "postgres": driftlab_guard.GuardedPostgresSaver}
 
 
 def _rule(left: str, op: str, right: Any):
@@ -91,23 +91,23 @@ class Stack:
     def ledger_class(self) -> type | None:
         if not self.once:
             return None
-        import driftguard
-        return driftguard.OnceLedger
+        import driftlab_guard
+        return driftlab_guard.OnceLedger
 
     def premises(self, scenario) -> list:
-        """The pending refund's premises as driftguard declares them: each business rule with its severity, and
+        """The pending refund's premises as driftlab_guard declares them: each business rule with its severity, and
         one REFRESH premise per payload field (its value must not have changed)."""
-        import driftguard
+        import driftlab_guard
 
         out = []
         if "skip:rule" not in self.planted:
             for p in scenario.premises:
                 reads = tuple(r for r in (p.left, p.right) if isinstance(r, str) and "." in r)
-                out.append(driftguard.Premise(p.name, reads, _rule(p.left, p.op, p.right),
-                                              driftguard.Outcome[p.severity]))
+                out.append(driftlab_guard.Premise(p.name, reads, _rule(p.left, p.op, p.right),
+                                              driftlab_guard.Outcome[p.severity]))
         if "skip:payload" not in self.planted:
             for ref in scenario.payload:
-                out.append(driftguard.Premise(f"payload:{ref}", (ref,), _unchanged(ref), driftguard.REFRESH))
+                out.append(driftlab_guard.Premise(f"payload:{ref}", (ref,), _unchanged(ref), driftlab_guard.REFRESH))
         return out
 
     def subgraph_manifest(self, manifest: dict) -> dict:
@@ -117,7 +117,7 @@ class Stack:
     def describe(self) -> str:
         if not self.layers:
             return "stock LangGraph (its own savers, plain effects, live aliases, the agent's own version check)"
-        return "LangGraph + driftguard's " + ", ".join(x for x in ("once", "premises", "pinning") if x in self.layers) \
+        return "LangGraph + driftlab_guard's " + ", ".join(x for x in ("once", "premises", "pinning") if x in self.layers) \
             + (" layer" if len(self.layers) == 1 else " layers")
 
 

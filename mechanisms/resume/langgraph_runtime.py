@@ -37,8 +37,8 @@ durable there; with ``async``/``exit`` it may not be — that is LangGraph's
 semantics, measured as such).
 
 ``langgraph+guard`` is the same adapter on the guarded savers
-(the ``driftguard`` package in ``guard/``, with schema validation) and its
-idempotent effect ledger (``driftguard.OnceLedger``, in the
+(the ``driftlab_guard`` package in ``guard/``, with schema validation) and its
+idempotent effect ledger (``driftlab_guard.OnceLedger``, in the
 family's effect store so the ledger row and the effect commit in one
 transaction), with ``durability="sync"`` (the guard's recommended mode: an
 invalid checkpoint stops the run before the next step).
@@ -52,7 +52,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from driftguard import InvalidState, OnceLedger, ResumeRefused, guarded
+from driftlab_guard import InvalidState, OnceLedger, ResumeRefused, guarded
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -190,7 +190,7 @@ class LangGraphRuntime(DurableRuntime):
         if metadata.get("source") == "loop" and 1 <= step <= len(self.graph.nodes):
             run_id = str(config["configurable"]["thread_id"])
             # only where the harness will stop (its hooks name the point); "exit" stores no writes before it,
-            # but driftguard runs a claimed resume (and the recovery that continues it) durably, step by step
+            # but driftlab_guard runs a claimed resume (and the recovery that continues it) durably, step by step
             stops_here = tuple(getattr(self.hooks, "crash", None) or ()) == (DURING_CHECKPOINT_WRITE,
                                                                              self.graph.nodes[step - 1].name)
             if stops_here and self._aloop is None and (self.durability != "exit" or self.guarded):

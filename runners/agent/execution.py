@@ -229,7 +229,7 @@ def setup(stack, scenario, stores: Stores) -> None:
     conn = stores.checkpoint_conn()
     try:
         stack.saver_class(stores.kind)(conn).setup()
-        if stack.once:  # driftguard's effect ledger (in the ledger database)
+        if stack.once:  # driftlab_guard's effect ledger (in the ledger database)
             led = Ledger(stores)
             try:
                 stack.ledger_class()(led.conn).setup()

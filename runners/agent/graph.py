@@ -6,11 +6,11 @@ Serves issue 15's agent family.  Four nodes, in the resume family's terms
 - ``decide`` reads the order and the policy, resolves ``prompt:refund``,
   ``model:refund`` and ``policy:refund`` and proposes the refund; it keeps in
   the state the versions of the rows it read and, with the ``premises``
-  layer, driftguard's park record of the declared premises;
+  layer, driftlab_guard's park record of the declared premises;
 - ``approve`` parks at ``interrupt(proposal)`` and consumes the approval;
 - ``act`` (where the ``after_resume_consumed`` point is: the approval is
   consumed, this node has not begun) decides, before releasing, whether the
-  action still holds (driftguard's ``Revalidator`` with the ``premises``
+  action still holds (driftlab_guard's ``Revalidator`` with the ``premises``
   layer, else the agent's own version check), resolves the prompt and model
   again to render the message,
   and fires the ``outcome`` effect: the refund (KEEP / REFRESH), a replan
@@ -18,9 +18,9 @@ Serves issue 15's agent family.  Four nodes, in the resume family's terms
 - ``notify`` runs a subgraph (a child workflow) that resolves the prompt to
   compose the e-mail, then fires the ``email`` effect.
 
-Resolution goes through driftguard's ``Pins`` (a manifest channel of the
+Resolution goes through driftlab_guard's ``Pins`` (a manifest channel of the
 state, handed to the subgraph) with the ``pinning`` layer, else to the live
-alias.  The two adapters below read the ledger for driftguard:
+alias.  The two adapters below read the ledger for driftlab_guard:
 :class:`LedgerSource` (the premises' fields, versioned by value) and
 :class:`LedgerResources` (the live version behind each alias).
 
@@ -52,7 +52,7 @@ def render(prompt: int, model: int, policy: int | None, customer: str, amount: A
 
 
 class LedgerSource:
-    """driftguard's premise source over the ledger: ``object.field`` -> (value, version = the value itself)."""
+    """driftlab_guard's premise source over the ledger: ``object.field`` -> (value, version = the value itself)."""
 
     def __init__(self, ledger: Ledger):
         self.ledger = ledger
@@ -68,10 +68,10 @@ class LedgerSource:
 
 
 def ledger_resources(ledger: Ledger, scenario):
-    """driftguard ``Resources`` whose live versions are the ledger's aliases (every declared version retained)."""
-    import driftguard
+    """driftlab_guard ``Resources`` whose live versions are the ledger's aliases (every declared version retained)."""
+    import driftlab_guard
 
-    class LedgerResources(driftguard.Resources):
+    class LedgerResources(driftlab_guard.Resources):
         def live(self, alias):
             return ledger.live(alias)
 
@@ -92,13 +92,13 @@ def build(stack, scenario, ledger: Ledger, saver, op: str, point: Callable[[str,
     once = stack.ledger_class()(ledger.conn).setup() if stack.once else None
     revalidator = premises = None
     if stack.premises_layer:
-        import driftguard
+        import driftlab_guard
         premises = stack.premises(scenario)
-        revalidator = driftguard.Revalidator(LedgerSource(ledger), premises)
+        revalidator = driftlab_guard.Revalidator(LedgerSource(ledger), premises)
     pins = None
     if stack.pinning:
-        import driftguard
-        pins = driftguard.Pins(ledger_resources(ledger, scenario))
+        import driftlab_guard
+        pins = driftlab_guard.Pins(ledger_resources(ledger, scenario))
     manifest_type = pins.channel() if pins is not None else dict
 
     AgentState = TypedDict("AgentState", {  # noqa: N806 - a state class, built per stack (its manifest channel)

@@ -1,4 +1,4 @@
-"""Every exception driftguard raises, in one place (the README says what to do after each).
+"""Every exception driftlab_guard raises, in one place (the README says what to do after each).
 
 Layer 1 (consume-once, exactly-once): :class:`ResumeRefused`, :class:`InvalidState`.
 Layer 2 (premise revalidation): :class:`StaleDecision`.

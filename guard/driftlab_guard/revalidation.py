@@ -18,7 +18,7 @@ stale decision.  ATR's answer, kept small here:
   the outcome is the dominant one, ``BLOCK > REPLAN > REFRESH > KEEP``.  The
   graph routes on it (:meth:`Verdict.route`) instead of releasing a stale
   action, or calls :meth:`Revalidator.require`, which raises
-  :class:`~driftguard.errors.StaleDecision` for REPLAN and BLOCK.
+  :class:`~driftlab_guard.errors.StaleDecision` for REPLAN and BLOCK.
 
 The versions checked are returned as ``Verdict.tokens`` for a compare-and-set
 at the target (ATR's time-of-check/time-of-use guard).  What it trades away:
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
-from driftguard.errors import StaleDecision
+from driftlab_guard.errors import StaleDecision
 
 
 class Outcome(IntEnum):

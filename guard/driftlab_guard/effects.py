@@ -5,7 +5,7 @@ paper found LangGraph 1.2.9 re-executing durably recorded work after a real
 SIGKILL.  LangGraph re-runs a whole node whose checkpoint was not written (and
 the interrupted node from its start on every resume), so an effect inside a
 node fires again unless something remembers it.  :class:`OnceLedger` is that
-memory: a table ``driftguard_effects`` keyed by (thread, task, effect key)
+memory: a table ``driftlab_guard_effects`` keyed by (thread, task, effect key)
 in SQLite or PostgreSQL (the saver's database, or any other).
 
 Two ways to fire, by what the effect is:
@@ -32,10 +32,10 @@ from typing import Any, Callable
 
 
 _DDL = {
-    "sqlite": """CREATE TABLE IF NOT EXISTS driftguard_effects (
+    "sqlite": """CREATE TABLE IF NOT EXISTS driftlab_guard_effects (
         thread_id TEXT NOT NULL, task_id TEXT NOT NULL, effect_key TEXT NOT NULL, state TEXT NOT NULL,
         result TEXT, at REAL NOT NULL, PRIMARY KEY (thread_id, task_id, effect_key))""",
-    "postgres": """CREATE TABLE IF NOT EXISTS driftguard_effects (
+    "postgres": """CREATE TABLE IF NOT EXISTS driftlab_guard_effects (
         thread_id TEXT NOT NULL, task_id TEXT NOT NULL, effect_key TEXT NOT NULL, state TEXT NOT NULL,
         result TEXT, at DOUBLE PRECISION NOT NULL, PRIMARY KEY (thread_id, task_id, effect_key))""",
 }
@@ -78,11 +78,11 @@ class OnceLedger:
         self._begin()
         try:
             inserted = self.conn.execute(self._sql(
-                "INSERT INTO driftguard_effects (thread_id, task_id, effect_key, state, at) VALUES (?, ?, ?, 'intent', ?) "
+                "INSERT INTO driftlab_guard_effects (thread_id, task_id, effect_key, state, at) VALUES (?, ?, ?, 'intent', ?) "
                 "ON CONFLICT DO NOTHING"), (*args, time.time())).rowcount == 1
             if not inserted:
                 state, result = self.conn.execute(self._sql(
-                    "SELECT state, result FROM driftguard_effects WHERE thread_id = ? AND task_id = ? AND effect_key = ?"),
+                    "SELECT state, result FROM driftlab_guard_effects WHERE thread_id = ? AND task_id = ? AND effect_key = ?"),
                     args).fetchone()
                 if state == "done" or transactional:
                     self.conn.execute("COMMIT")
@@ -101,13 +101,13 @@ class OnceLedger:
         return True, result
 
     def _done(self, args: tuple, result: Any) -> None:
-        self.conn.execute(self._sql("UPDATE driftguard_effects SET state = 'done', result = ? WHERE thread_id = ? "
+        self.conn.execute(self._sql("UPDATE driftlab_guard_effects SET state = 'done', result = ? WHERE thread_id = ? "
                                     "AND task_id = ? AND effect_key = ?"), (json.dumps(result), *args))
 
     def fired(self, thread_id: str | None = None) -> list[tuple[str, str, str, str]]:
-        rows = (self.conn.execute(self._sql("SELECT thread_id, task_id, effect_key, state FROM driftguard_effects "
+        rows = (self.conn.execute(self._sql("SELECT thread_id, task_id, effect_key, state FROM driftlab_guard_effects "
                                             "WHERE thread_id = ? ORDER BY at"), (thread_id,)) if thread_id else
-                self.conn.execute("SELECT thread_id, task_id, effect_key, state FROM driftguard_effects ORDER BY at"))
+                self.conn.execute("SELECT thread_id, task_id, effect_key, state FROM driftlab_guard_effects ORDER BY at"))
         return [tuple(r) for r in rows.fetchall()]
 
 

@@ -1,30 +1,30 @@
-"""driftguard: consume-once resumes, premise revalidation and semantic pinning for LangGraph.
+"""driftlab_guard: consume-once resumes, premise revalidation and semantic pinning for LangGraph.
 
 Three layers, each usable alone (``guard/README.md`` shows each in a few lines):
 
-1. **consume-once and exactly-once** (:mod:`driftguard.consume_once`): guarded
+1. **consume-once and exactly-once** (:mod:`driftlab_guard.consume_once`): guarded
    savers that claim each parked interrupt once, an idempotent effect ledger
-   (:mod:`driftguard.effects`), optional schema validation (:mod:`driftguard.schema`);
-2. **premise revalidation at resume** (:mod:`driftguard.revalidation`): a parked
+   (:mod:`driftlab_guard.effects`), optional schema validation (:mod:`driftlab_guard.schema`);
+2. **premise revalidation at resume** (:mod:`driftlab_guard.revalidation`): a parked
    action's premises re-checked on resume -> KEEP / REFRESH / REPLAN / BLOCK;
-3. **semantic pinning** (:mod:`driftguard.pinning`): aliased resources pinned in
+3. **semantic pinning** (:mod:`driftlab_guard.pinning`): aliased resources pinned in
    a manifest stored in the checkpoint, inherited by subgraphs, contracts checked
    at first binding and at fan-in.
 
-The PostgreSQL savers (the ``driftguard[postgres]`` extra) are imported on first use.
+The PostgreSQL savers (the ``driftlab_guard[postgres]`` extra) are imported on first use.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from driftguard.effects import OnceLedger, current_task, fire_once, idempotency_key
-from driftguard.errors import (ContractViolation, InvalidState, PinConflict, PinningError, PinsNotInherited,
+from driftlab_guard.effects import OnceLedger, current_task, fire_once, idempotency_key
+from driftlab_guard.errors import (ContractViolation, InvalidState, PinConflict, PinningError, PinsNotInherited,
                                ResumeRefused, StaleDecision)
-from driftguard.pinning import Binding, Contract, Pins, Resolved, Resources
-from driftguard.revalidation import (BLOCK, KEEP, REFRESH, REPLAN, DictSource, Outcome, Premise, Revalidator, Source,
+from driftlab_guard.pinning import Binding, Contract, Pins, Resolved, Resources
+from driftlab_guard.revalidation import (BLOCK, KEEP, REFRESH, REPLAN, DictSource, Outcome, Premise, Revalidator, Source,
                                      Verdict)
-from driftguard.schema import StateSchema
-from driftguard.sqlite import GuardedAsyncSqliteSaver, GuardedSqliteSaver
+from driftlab_guard.schema import StateSchema
+from driftlab_guard.sqlite import GuardedAsyncSqliteSaver, GuardedSqliteSaver
 
 __version__ = "0.1.0"
 
@@ -45,10 +45,10 @@ _POSTGRES = ("GuardedPostgresSaver", "GuardedAsyncPostgresSaver")
 
 def __getattr__(name: str) -> Any:
     if name in _POSTGRES:
-        from driftguard import postgres
+        from driftlab_guard import postgres
 
         return getattr(postgres, name)
-    raise AttributeError(f"module 'driftguard' has no attribute {name!r}")
+    raise AttributeError(f"module 'driftlab_guard' has no attribute {name!r}")
 
 
 def guarded(saver_class: type) -> type:
@@ -58,5 +58,5 @@ def guarded(saver_class: type) -> type:
         return __getattr__(name)
     if name in ("GuardedSqliteSaver", "GuardedAsyncSqliteSaver"):
         return globals()[name]
-    raise TypeError(f"{saver_class.__name__}: driftguard guards SqliteSaver, AsyncSqliteSaver, PostgresSaver and "
+    raise TypeError(f"{saver_class.__name__}: driftlab_guard guards SqliteSaver, AsyncSqliteSaver, PostgresSaver and "
                     f"AsyncPostgresSaver")

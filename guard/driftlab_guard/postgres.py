@@ -1,7 +1,7 @@
-"""Layer 1 on PostgreSQL (the ``driftguard[postgres]`` extra): the guarded ``PostgresSaver``s.
+"""Layer 1 on PostgreSQL (the ``driftlab_guard[postgres]`` extra): the guarded ``PostgresSaver``s.
 
 Drop-in subclasses of LangGraph's own savers; the claims live in the same
-database and schema.  Imported only when used (``driftguard.GuardedPostgresSaver``
+database and schema.  Imported only when used (``driftlab_guard.GuardedPostgresSaver``
 loads this module on first access).  Pipeline mode is not supported: the claim
 reads the result of its insert before it goes on.
 """
@@ -13,7 +13,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.postgres.base import UPSERT_CHECKPOINT_WRITES_SQL
 
-from driftguard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, SyncGuard, adrive, drive
+from driftlab_guard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, SyncGuard, adrive, drive
 
 POSTGRES = Dialect(begin="BEGIN", write=UPSERT_CHECKPOINT_WRITES_SQL, mark="%s")
 POSTGRES_CLAIMS_DDL = CLAIMS_DDL.format(blob="BYTEA", real="DOUBLE PRECISION", suffix="")

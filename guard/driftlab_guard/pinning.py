@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Iterable, Mapping, NamedTuple
 
-from driftguard.errors import ContractViolation, PinConflict, PinsNotInherited
+from driftlab_guard.errors import ContractViolation, PinConflict, PinsNotInherited
 
 _REF = re.compile(r"^\s*(\S+)@(\d+)\s*$")
 

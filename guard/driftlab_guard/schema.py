@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from driftguard.errors import InvalidState
+from driftlab_guard.errors import InvalidState
 
 
 def _strip(tp: Any) -> Any:

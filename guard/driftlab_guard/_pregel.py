@@ -1,4 +1,4 @@
-"""The one place driftguard reaches into LangGraph's internals (pinned by ``tests/test_driftguard.py``).
+"""The one place driftlab_guard reaches into LangGraph's internals (pinned by ``tests/test_driftlab_guard.py``).
 
 LangGraph never tells a checkpoint saver *why* it loads a checkpoint.  The
 loop that loads it (``langgraph.pregel._loop.PregelLoop``, in its

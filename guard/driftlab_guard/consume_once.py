@@ -3,9 +3,9 @@
 Serves "Resume Means Resume" (arXiv 2608.03836), consume-once (CO): LangGraph
 records a second resume value and never consults it, re-runs the nodes after an
 addressed checkpoint with the old value, and serves every one of k concurrent
-resumers.  The guarded savers (:mod:`driftguard.sqlite`, :mod:`driftguard.postgres`)
+resumers.  The guarded savers (:mod:`driftlab_guard.sqlite`, :mod:`driftlab_guard.postgres`)
 store checkpoints exactly as the stock savers do and add one table,
-``driftguard_claims``, keyed by (thread, namespace, interrupt id).
+``driftlab_guard_claims``, keyed by (thread, namespace, interrupt id).
 
 **The claim.**  When a graph is invoked with ``Command(resume=value)``, the
 saver's first load of that invocation (which LangGraph makes before it
@@ -46,16 +46,16 @@ from typing import Any, Callable, Generator, Iterable
 from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple
 from langgraph.types import Command
 
-from driftguard._pregel import Invocation, loading_invocation
-from driftguard.errors import ResumeRefused
-from driftguard.schema import StateSchema, as_schema
+from driftlab_guard._pregel import Invocation, loading_invocation
+from driftlab_guard.errors import ResumeRefused
+from driftlab_guard.schema import StateSchema, as_schema
 
 # LangGraph's reserved channel / task names (langgraph._internal._constants; stable since 0.2).
 INTERRUPT = "__interrupt__"
 RESUME = "__resume__"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 
-CLAIMS_DDL = """CREATE TABLE IF NOT EXISTS driftguard_claims (
+CLAIMS_DDL = """CREATE TABLE IF NOT EXISTS driftlab_guard_claims (
     thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '', interrupt_id TEXT NOT NULL,
     checkpoint_id TEXT NOT NULL, claimant TEXT NOT NULL, value_type TEXT, value {blob}, claimed_at {real} NOT NULL,
     PRIMARY KEY (thread_id, checkpoint_ns, interrupt_id)){suffix}"""
@@ -68,12 +68,12 @@ class Dialect:
     begin: str
     write: str  # the stock saver's statement for one pending write (its resume write)
     mark: str = "?"
-    insert: str = ("INSERT INTO driftguard_claims (thread_id, checkpoint_ns, interrupt_id, checkpoint_id, claimant, "
+    insert: str = ("INSERT INTO driftlab_guard_claims (thread_id, checkpoint_ns, interrupt_id, checkpoint_id, claimant, "
                    "value_type, value, claimed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING "
                    "RETURNING interrupt_id")
-    holder: str = ("SELECT claimant, checkpoint_id FROM driftguard_claims WHERE thread_id = ? AND checkpoint_ns = ? "
+    holder: str = ("SELECT claimant, checkpoint_id FROM driftlab_guard_claims WHERE thread_id = ? AND checkpoint_ns = ? "
                    "AND interrupt_id = ?")
-    value: str = ("SELECT value_type, value FROM driftguard_claims WHERE thread_id = ? AND checkpoint_ns = ? "
+    value: str = ("SELECT value_type, value FROM driftlab_guard_claims WHERE thread_id = ? AND checkpoint_ns = ? "
                   "AND interrupt_id = ?")
     commit: str = "COMMIT"
     rollback: str = "ROLLBACK"

@@ -3,7 +3,7 @@
 Drop-in subclasses of LangGraph's own savers (they pass LangGraph's
 conformance kit at the level the stock savers do); the claims live in the same
 SQLite file.  Each one only says how it runs one statement; the claim itself is
-:mod:`driftguard.consume_once`.
+:mod:`driftlab_guard.consume_once`.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from driftguard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, SyncGuard, adrive, drive
+from driftlab_guard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, SyncGuard, adrive, drive
 
 SQLITE = Dialect(
     begin="BEGIN IMMEDIATE",

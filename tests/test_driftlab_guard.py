@@ -1,4 +1,4 @@
-"""driftguard as a package: installs alone, one LangGraph coupling, CO in every durability mode, layers 2 and 3.
+"""driftlab_guard as a package: installs alone, one LangGraph coupling, CO in every durability mode, layers 2 and 3.
 
 Real LangGraph, real SQLite files and PostgreSQL schemas, real forked processes
 killed with SIGKILL, a real fresh virtual environment.  Each test names the
@@ -30,11 +30,11 @@ from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import Command, interrupt  # noqa: E402
 
-import driftguard  # noqa: E402
-from driftguard import (BLOCK, KEEP, REFRESH, REPLAN, ContractViolation, DictSource, GuardedAsyncSqliteSaver,  # noqa: E402
+import driftlab_guard  # noqa: E402
+from driftlab_guard import (BLOCK, KEEP, REFRESH, REPLAN, ContractViolation, DictSource, GuardedAsyncSqliteSaver,  # noqa: E402
                         GuardedSqliteSaver, PinConflict, Pins, PinsNotInherited, Premise, Resources, ResumeRefused,
                         Revalidator, StaleDecision)
-from driftguard._pregel import loading_invocation  # noqa: E402
+from driftlab_guard._pregel import loading_invocation  # noqa: E402
 from runners.processes import fork_start, wait  # noqa: E402
 
 GUARD = Path(__file__).resolve().parents[1] / "guard"
@@ -43,10 +43,10 @@ LAB_PACKAGES = {"vocabulary", "scenarios", "mechanisms", "faults", "runners", "a
 
 # ---------------------------------------------------------------------------------------------- the package alone
 def test_package_imports_nothing_of_the_lab():
-    """Planted bug caught: a driftguard module importing the lab (``from vocabulary...``), which a user who
-    installed only driftguard does not have."""
+    """Planted bug caught: a driftlab_guard module importing the lab (``from vocabulary...``), which a user who
+    installed only driftlab_guard does not have."""
     found = []
-    for path in sorted((GUARD / "driftguard").glob("*.py")):
+    for path in sorted((GUARD / "driftlab_guard").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
@@ -60,13 +60,13 @@ def test_the_four_savers_share_one_claim():
 
     Planted bug caught: a saver with its own copy of the claim (the near-copies the package replaced, which drift:
     one of them checking the insert's row count and another not)."""
-    from driftguard.consume_once import AsyncGuard, SyncGuard
+    from driftlab_guard.consume_once import AsyncGuard, SyncGuard
 
-    pg = pytest.importorskip("driftguard.postgres")
+    pg = pytest.importorskip("driftlab_guard.postgres")
     assert GuardedSqliteSaver.get_tuple is pg.GuardedPostgresSaver.get_tuple is SyncGuard.get_tuple
     assert GuardedAsyncSqliteSaver.aget_tuple is pg.GuardedAsyncPostgresSaver.aget_tuple is AsyncGuard.aget_tuple
-    texts = {p.name: p.read_text() for p in (GUARD / "driftguard").glob("*.py")}
-    assert [name for name, text in texts.items() if "INSERT INTO driftguard_claims" in text] == ["consume_once.py"]
+    texts = {p.name: p.read_text() for p in (GUARD / "driftlab_guard").glob("*.py")}
+    assert [name for name, text in texts.items() if "INSERT INTO driftlab_guard_claims" in text] == ["consume_once.py"]
 
 
 def _uv(*args: str, offline: bool) -> subprocess.CompletedProcess:
@@ -85,7 +85,7 @@ def _pypi_reachable() -> bool:
 
 def test_pip_install_guard_alone_and_the_readme_snippets_run(tmp_path):
     """A fresh venv with only LangGraph and its SQLite saver (the lab's versions, from uv's cache when it has
-    them), then ``uv pip install ./guard``: every README snippet runs, and importing driftguard loads neither
+    them), then ``uv pip install ./guard``: every README snippet runs, and importing driftlab_guard loads neither
     the PostgreSQL extra nor anything of the lab.
 
     Planted bugs caught: a dependency missing from guard/pyproject.toml (psycopg imported at import time), a
@@ -110,9 +110,9 @@ def test_pip_install_guard_alone_and_the_readme_snippets_run(tmp_path):
     snippets = re.findall(r"```python\n(.*?)```", (GUARD / "README.md").read_text(), re.S)
     assert len(snippets) == 3  # one per layer
     # one interpreter (LangGraph takes seconds to import): the probe, then each snippet in its own namespace
-    script = ("import sys, driftguard\n"
+    script = ("import sys, driftlab_guard\n"
               f"lab = {sorted(LAB_PACKAGES)!r}\n"
-              "assert 'driftguard.postgres' not in sys.modules and 'psycopg' not in sys.modules, 'extra imported'\n"
+              "assert 'driftlab_guard.postgres' not in sys.modules and 'psycopg' not in sys.modules, 'extra imported'\n"
               "assert not [m for m in sys.modules if m.split('.')[0] in lab], 'the lab was imported'\n"
               f"for i, code in enumerate({snippets!r}):\n"
               "    print('snippet', i + 1, flush=True)\n"
@@ -204,7 +204,7 @@ def test_each_interrupt_of_a_thread_is_claimed_on_its_own(tmp_path):
     assert app.invoke(Command(resume="b"), cfg) == {"first": "a", "second": "b"}
     with pytest.raises(ResumeRefused):
         app.invoke(Command(resume="c"), cfg)
-    rows = saver.conn.execute("SELECT interrupt_id FROM driftguard_claims WHERE thread_id = 't'").fetchall()
+    rows = saver.conn.execute("SELECT interrupt_id FROM driftlab_guard_claims WHERE thread_id = 't'").fetchall()
     assert len({r[0] for r in rows}) == 2
 
 
@@ -296,13 +296,13 @@ def test_consume_once_holds_on_postgres(saver_kind, durability, pg_dsn, tmp_path
         graph = flow_graph(consumed, os.getpid() if kill else None)
         if saver_kind == "sync":
             with psycopg.connect(pg_dsn, **opts) as conn:
-                saver = driftguard.GuardedPostgresSaver(conn)
+                saver = driftlab_guard.GuardedPostgresSaver(conn)
                 saver.setup()
                 return graph.compile(checkpointer=saver).invoke(value, cfg, durability=durability)
 
         async def go():
             async with await psycopg.AsyncConnection.connect(pg_dsn, **opts) as conn:
-                saver = driftguard.GuardedAsyncPostgresSaver(conn)
+                saver = driftlab_guard.GuardedAsyncPostgresSaver(conn)
                 await saver.setup()
                 return await graph.compile(checkpointer=saver).ainvoke(value, cfg, durability=durability)
         return asyncio.run(go())
