@@ -55,8 +55,10 @@ def guarded(saver_class: type) -> type:
     """The guarded class for one of LangGraph's four stock savers (``SqliteSaver`` -> ``GuardedSqliteSaver``...)."""
     name = "Guarded" + saver_class.__name__
     if name in _POSTGRES:
-        return __getattr__(name)
+        found: type = __getattr__(name)
+        return found
     if name in ("GuardedSqliteSaver", "GuardedAsyncSqliteSaver"):
-        return globals()[name]
+        local: type = globals()[name]
+        return local
     raise TypeError(f"{saver_class.__name__}: driftlab_guard guards SqliteSaver, AsyncSqliteSaver, PostgresSaver and "
                     f"AsyncPostgresSaver")

@@ -18,6 +18,7 @@ load off the loop's stack or renames what is read here.
 from __future__ import annotations
 
 import sys
+from types import FrameType
 from typing import Any
 
 from langgraph.pregel._loop import AsyncPregelLoop, PregelLoop
@@ -55,28 +56,28 @@ class Invocation:
         if isinstance(loop, AsyncPregelLoop):
             original = loop.amatch_cached_writes
 
-            async def amatch_cached_writes():
+            async def amatch_cached_writes() -> Any:
                 fut = getattr(loop, "_put_checkpoint_fut", None)
                 if fut is not None:
                     await fut
                 return await original()
 
-            loop.amatch_cached_writes = amatch_cached_writes
+            loop.amatch_cached_writes = amatch_cached_writes  # type: ignore[method-assign]
         else:
             original_sync = loop.match_cached_writes
 
-            def match_cached_writes():
+            def match_cached_writes() -> Any:
                 fut = getattr(loop, "_put_checkpoint_fut", None)
                 if fut is not None:
                     fut.result()
                 return original_sync()
 
-            loop.match_cached_writes = match_cached_writes
+            loop.match_cached_writes = match_cached_writes  # type: ignore[method-assign]
 
 
 def loading_invocation(depth: int = 8) -> Invocation | None:
     """The outer loop whose load called the saver; None for get_state, history, subgraph loads, direct calls."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     for _ in range(depth):
         if frame is None:
             return None

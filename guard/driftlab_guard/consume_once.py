@@ -41,9 +41,12 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Iterable
+from typing import Any, Callable, Generator, Iterable, NoReturn, Sequence
 
-from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple
+from langchain_core.runnables import RunnableConfig
+
+from langgraph.checkpoint.base import (WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, Checkpoint,
+                                      CheckpointMetadata, CheckpointTuple)
 from langgraph.types import Command
 
 from driftlab_guard._pregel import Invocation, loading_invocation
@@ -78,7 +81,7 @@ class Dialect:
     commit: str = "COMMIT"
     rollback: str = "ROLLBACK"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.mark != "?":
             for name in ("insert", "holder", "value"):
                 object.__setattr__(self, name, getattr(self, name).replace("?", self.mark))
@@ -86,9 +89,10 @@ class Dialect:
 
 Request = tuple[str, Any]  # (statement, parameters or None) -> the first row it returns, or None
 Procedure = Generator[Request, Any, Any]
+Row = tuple[Any, ...]
 
 
-def claim(d: Dialect, rows: list[tuple], resume_write: tuple | None) -> Procedure:
+def claim(d: Dialect, rows: list[Row], resume_write: Row | None) -> Procedure:
     """Insert every claim row and the resume write in one transaction; on a conflict roll back, return the holder."""
     yield d.begin, None
     for row in rows:
@@ -175,9 +179,10 @@ class Plan:
     reason: str = ""
 
 
-class ConsumeOnce:
+class ConsumeOnce(BaseCheckpointSaver[str]):
     """The decision and the checks every guarded saver shares; a saver adds ``dialect`` and one execute."""
 
+    dialect: Dialect
     guard_schema: StateSchema | None = None
     guard_claimant: str = ""
 
@@ -195,7 +200,8 @@ class ConsumeOnce:
         return self
 
     # ---- the decision (pure but for the invocation it reads)
-    def _guard_plan(self, tup: CheckpointTuple | None, inv: Invocation | None, config: dict) -> Plan | None:
+    def _guard_plan(self, tup: CheckpointTuple | None, inv: Invocation | None,
+                    config: RunnableConfig) -> Plan | None:
         if inv is None or inv.loop in self._guard_seen:
             return None
         self._guard_seen.add(inv.loop)
@@ -229,7 +235,7 @@ class ConsumeOnce:
             self._guard_written[(thread, ns, cp)] = plan.value
         return claim(self.dialect, rows, write)
 
-    def _resume_write(self, thread: str, ns: str, cp: str, vtype: str, blob: bytes) -> tuple:
+    def _resume_write(self, thread: str, ns: str, cp: str, vtype: str, blob: bytes) -> Row:
         """The row of LangGraph's own resume write, as the stock saver's write statement takes it."""
         return (thread, ns, cp, NULL_TASK_ID, "", WRITES_IDX_MAP[RESUME], RESUME, vtype, blob)
 
@@ -252,13 +258,13 @@ class ConsumeOnce:
         value = self.serde.loads_typed(result)
         return tup._replace(pending_writes=[*(tup.pending_writes or ()), (NULL_TASK_ID, RESUME, value)])
 
-    def _guard_refuse(self, tup: CheckpointTuple | None, plan: Plan, config: dict):
+    def _guard_refuse(self, tup: CheckpointTuple | None, plan: Plan, config: RunnableConfig) -> NoReturn:
         self.claims_refused += 1
         conf = (tup.config if tup is not None else config)["configurable"]
         raise ResumeRefused(str(conf["thread_id"]), str(conf.get("checkpoint_id")), plan.reason,
                             interrupt_ids=plan.ids)
 
-    def _guard_skip_write(self, config: dict, writes: list, task_id: str) -> bool:
+    def _guard_skip_write(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str) -> bool:
         """True for LangGraph's resume write when the claim transaction already stored it."""
         if task_id != NULL_TASK_ID or not writes or any(c != RESUME for c, _v in writes):
             return False
@@ -266,7 +272,7 @@ class ConsumeOnce:
         key = (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf.get("checkpoint_id")))
         return key in self._guard_written and self._guard_written.pop(key) is writes[0][1]
 
-    def _guard_check_checkpoint(self, checkpoint: dict) -> None:
+    def _guard_check_checkpoint(self, checkpoint: Checkpoint) -> None:
         if self.guard_schema is not None:
             self.guard_schema.check(checkpoint.get("channel_values", {}), "checkpoint " + str(checkpoint.get("id")))
 
@@ -278,7 +284,10 @@ class ConsumeOnce:
 class SyncGuard(ConsumeOnce):
     """The sync saver methods: get_tuple claims, put and put_writes check.  Needs ``_execute(sql, params)``."""
 
-    def get_tuple(self, config):
+    def _run(self, proc: Procedure) -> Any:
+        raise NotImplementedError
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         inv = loading_invocation()
         tup = super().get_tuple(config)
         plan = self._guard_plan(tup, inv, config)
@@ -286,14 +295,17 @@ class SyncGuard(ConsumeOnce):
             return tup
         if plan.kind == "refuse":
             self._guard_refuse(tup, plan, config)
+        assert tup is not None  # only a refusal is planned without a checkpoint
         result = self._run(self._guard_procedure(tup, plan))
         return self._guard_outcome(tup, plan, result)
 
-    def put(self, config, checkpoint, metadata, new_versions):
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
         self._guard_check_checkpoint(checkpoint)
         return super().put(config, checkpoint, metadata, new_versions)
 
-    def put_writes(self, config, writes, task_id, task_path: str = ""):
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
         self._guard_check_writes(writes, task_id)
         if self._guard_skip_write(config, writes, task_id):
             return None
@@ -303,7 +315,10 @@ class SyncGuard(ConsumeOnce):
 class AsyncGuard(ConsumeOnce):
     """The async saver methods: aget_tuple claims, aput and aput_writes check.  Needs ``_run`` as a coroutine."""
 
-    async def aget_tuple(self, config):
+    async def _run(self, proc: Procedure) -> Any:
+        raise NotImplementedError
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         inv = loading_invocation()  # before the first await: the loop is on the stack only until then
         tup = await super().aget_tuple(config)
         plan = self._guard_plan(tup, inv, config)
@@ -311,14 +326,17 @@ class AsyncGuard(ConsumeOnce):
             return tup
         if plan.kind == "refuse":
             self._guard_refuse(tup, plan, config)
+        assert tup is not None  # only a refusal is planned without a checkpoint
         result = await self._run(self._guard_procedure(tup, plan))
         return self._guard_outcome(tup, plan, result)
 
-    async def aput(self, config, checkpoint, metadata, new_versions):
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
         self._guard_check_checkpoint(checkpoint)
         return await super().aput(config, checkpoint, metadata, new_versions)
 
-    async def aput_writes(self, config, writes, task_id, task_path: str = ""):
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
         self._guard_check_writes(writes, task_id)
         if self._guard_skip_write(config, writes, task_id):
             return None

@@ -68,7 +68,7 @@ class OnceLedger:
     def _sql(self, text: str) -> str:
         return text.replace("?", self.mark)
 
-    def _begin(self):
+    def _begin(self) -> None:
         self.conn.execute("BEGIN IMMEDIATE" if self.kind == "sqlite" else "BEGIN")
 
     def once(self, thread_id: str, task_id: str, key: str, action: Callable[[Any], Any] | None = None, *,
@@ -100,7 +100,7 @@ class OnceLedger:
         self._done(args, result)
         return True, result
 
-    def _done(self, args: tuple, result: Any) -> None:
+    def _done(self, args: tuple[str, str, str], result: Any) -> None:
         self.conn.execute(self._sql("UPDATE driftlab_guard_effects SET state = 'done', result = ? WHERE thread_id = ? "
                                     "AND task_id = ? AND effect_key = ?"), (json.dumps(result), *args))
 

@@ -9,29 +9,31 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.postgres.base import UPSERT_CHECKPOINT_WRITES_SQL
 
-from driftlab_guard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, SyncGuard, adrive, drive
+from driftlab_guard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, Procedure, Row, SyncGuard, adrive, drive
 
 POSTGRES = Dialect(begin="BEGIN", write=UPSERT_CHECKPOINT_WRITES_SQL, mark="%s")
 POSTGRES_CLAIMS_DDL = CLAIMS_DDL.format(blob="BYTEA", real="DOUBLE PRECISION", suffix="")
 
 
-def _row(row) -> tuple | None:
+def _row(row: Any) -> Row | None:
     return None if row is None else tuple(row.values()) if isinstance(row, dict) else tuple(row)
 
 
-def _first(cur) -> tuple | None:
+def _first(cur: Any) -> Row | None:
     return None if cur.description is None else _row(cur.fetchone())
 
 
-async def _afirst(cur) -> tuple | None:
+async def _afirst(cur: Any) -> Row | None:
     return None if cur.description is None else _row(await cur.fetchone())
 
 
-def _no_pipeline(saver) -> None:
+def _no_pipeline(saver: Any) -> None:
     if saver.pipe is not None:
         raise ValueError("the consume-once guard needs a PostgreSQL saver without a pipeline")
 
@@ -41,7 +43,8 @@ class GuardedPostgresSaver(SyncGuard, PostgresSaver):
 
     dialect = POSTGRES
 
-    def __init__(self, conn, pipe=None, serde=None, *, schema: Any = None, claimant: str | None = None):
+    def __init__(self, conn: Any, pipe: Any = None, serde: SerializerProtocol | None = None, *, schema: Any = None,
+                 claimant: str | None = None) -> None:
         super().__init__(conn, pipe, serde)
         _no_pipeline(self)
         self._guard_init(schema, claimant)
@@ -51,7 +54,7 @@ class GuardedPostgresSaver(SyncGuard, PostgresSaver):
         with self._cursor() as cur:
             cur.execute(POSTGRES_CLAIMS_DDL)
 
-    def _run(self, proc):
+    def _run(self, proc: Procedure) -> Any:
         with self._cursor() as cur:
             return drive(proc, lambda sql, params: _first(cur.execute(sql, params)), POSTGRES.rollback)
 
@@ -61,7 +64,8 @@ class GuardedAsyncPostgresSaver(AsyncGuard, AsyncPostgresSaver):
 
     dialect = POSTGRES
 
-    def __init__(self, conn, pipe=None, serde=None, *, schema: Any = None, claimant: str | None = None):
+    def __init__(self, conn: Any, pipe: Any = None, serde: SerializerProtocol | None = None, *, schema: Any = None,
+                 claimant: str | None = None) -> None:
         super().__init__(conn, pipe, serde)
         _no_pipeline(self)
         self._guard_init(schema, claimant)
@@ -71,8 +75,8 @@ class GuardedAsyncPostgresSaver(AsyncGuard, AsyncPostgresSaver):
         async with self._cursor() as cur:
             await cur.execute(POSTGRES_CLAIMS_DDL)
 
-    async def _run(self, proc):
+    async def _run(self, proc: Procedure) -> Any:
         async with self._cursor() as cur:
-            async def execute(sql: str, params):
+            async def execute(sql: str, params: Any) -> Any:
                 return await _afirst(await cur.execute(sql, params))
             return await adrive(proc, execute, POSTGRES.rollback)

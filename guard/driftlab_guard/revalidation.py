@@ -59,7 +59,7 @@ class Premise:
     rule: Rule
     on_fail: Outcome = REPLAN
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "reads", tuple(self.reads))
         object.__setattr__(self, "on_fail", Outcome(self.on_fail))
 
@@ -199,11 +199,11 @@ def _version(entry: Any) -> Any:
 class DictSource:
     """An in-memory :class:`Source` with per-field versions and a change log (tests, examples, benchmarks)."""
 
-    def __init__(self, values: Mapping[str, Any] = ()):
+    def __init__(self, values: Mapping[str, Any] | None = None):
         self.values: dict[str, Any] = {}
         self.versions: dict[str, int] = {}
         self.log: list[str] = []
-        for ref, value in dict(values).items():
+        for ref, value in dict(values or {}).items():
             self.write(ref, value)
 
     def write(self, ref: str, value: Any) -> None:

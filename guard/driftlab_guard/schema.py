@@ -50,7 +50,7 @@ class StateSchema:
     def __init__(self, schema: type):
         self.schema = schema
         self.name = getattr(schema, "__name__", str(schema))
-        self.adapters: dict[str, TypeAdapter] = {}
+        self.adapters: dict[str, TypeAdapter[Any]] = {}
         self.unchecked: list[str] = []
         for name, tp in schema_fields(schema).items():
             try:

@@ -7,12 +7,16 @@ SQLite file.  Each one only says how it runs one statement; the claim itself is
 """
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
+
+import aiosqlite
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from driftlab_guard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, SyncGuard, adrive, drive
+from driftlab_guard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, Procedure, SyncGuard, adrive, drive
 
 SQLITE = Dialect(
     begin="BEGIN IMMEDIATE",
@@ -29,7 +33,8 @@ class GuardedSqliteSaver(SyncGuard, SqliteSaver):
 
     dialect = SQLITE
 
-    def __init__(self, conn, *, serde=None, schema: Any = None, claimant: str | None = None):
+    def __init__(self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, schema: Any = None,
+                 claimant: str | None = None) -> None:
         super().__init__(conn, serde=serde)
         self._guard_init(schema, claimant)
 
@@ -40,9 +45,9 @@ class GuardedSqliteSaver(SyncGuard, SqliteSaver):
         self.conn.execute(SQLITE_CLAIMS_DDL)
         self.conn.commit()
 
-    def _run(self, proc):
+    def _run(self, proc: Procedure) -> Any:
         with self.cursor(transaction=False) as cur:
-            def execute(sql: str, params):
+            def execute(sql: str, params: Any) -> Any:
                 if sql == SQLITE.begin and self.conn.in_transaction:
                     return None  # join the transaction the connection already has open
                 return cur.execute(sql, params or ()).fetchone()
@@ -54,7 +59,8 @@ class GuardedAsyncSqliteSaver(AsyncGuard, AsyncSqliteSaver):
 
     dialect = SQLITE
 
-    def __init__(self, conn, *, serde=None, schema: Any = None, claimant: str | None = None):
+    def __init__(self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, schema: Any = None,
+                 claimant: str | None = None) -> None:
         super().__init__(conn, serde=serde)
         self._guard_init(schema, claimant)
 
@@ -66,9 +72,9 @@ class GuardedAsyncSqliteSaver(AsyncGuard, AsyncSqliteSaver):
             await self.conn.execute(SQLITE_CLAIMS_DDL)
             await self.conn.commit()
 
-    async def _run(self, proc):
+    async def _run(self, proc: Procedure) -> Any:
         async with self.lock:
-            async def execute(sql: str, params):
+            async def execute(sql: str, params: Any) -> Any:
                 if sql == SQLITE.begin and self.conn.in_transaction:
                     return None
                 async with self.conn.execute(sql, params or ()) as cur:
