@@ -208,6 +208,54 @@ def test_each_interrupt_of_a_thread_is_claimed_on_its_own(tmp_path):
     assert len({r[0] for r in rows}) == 2
 
 
+def test_a_resume_value_outside_the_resume_schema_is_refused_before_its_claim(tmp_path):
+    """A resume value that fails the resume schema is refused (InvalidState) before the claim is taken: the
+    interrupt stays parked, so the correct approval sent afterwards is served and the run finishes.
+
+    Planted bug caught: validating the value after the claim (or only when the node's write is persisted): the
+    bad value uses up the approval and the correct one is refused as "already consumed", the run never ends."""
+    from typing import Literal
+
+    saver = GuardedSqliteSaver(sqlite3.connect(str(tmp_path / "cp.db"), check_same_thread=False),
+                               resume_schema=Literal["approve", "reject"])
+    consumed = str(tmp_path / "consumed.txt")
+    app = flow_graph(consumed, None).compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": "t"}}
+    app.invoke({"x": 0, "v": ""}, cfg)
+    with pytest.raises(driftlab_guard.InvalidState, match="nothing was claimed"):
+        app.invoke(Command(resume="aprove"), cfg)
+    assert saver.conn.execute("SELECT count(*) FROM driftlab_guard_claims").fetchone()[0] == 0
+    assert app.invoke(Command(resume="approve"), cfg) == {"x": 11, "v": "approve"}
+    assert Path(consumed).read_text().split() == ["approve"]
+
+
+def test_a_resend_after_the_claimant_crashed_names_the_claimant_and_the_recovery(tmp_path):
+    """The claimant consumes the approval in b and is SIGKILLed in c; the approval re-sent (as any caller holding
+    it would) is refused as ``continued``, naming the crashed claimant and ``invoke(None, config)``; that recovery
+    finishes the run; a thread that never parked is refused as ``not_parked``.
+
+    Planted bug caught: the refusal of a resume at a checkpoint with no interrupt saying "the run ended, do not
+    retry" (``not_parked``) while the run is half done and only invoke(None) finishes it."""
+    where, consumed = str(tmp_path / "cp.db"), str(tmp_path / "consumed.txt")
+    _invoke("sync", where, consumed, {"x": 0, "v": ""}, "sync", kill=False)
+    assert wait(fork_start(_resume_and_die, ("sync", where, consumed, "sync"))) == -signal.SIGKILL
+    with pytest.raises(ResumeRefused) as refused:
+        _invoke("sync", where, consumed, Command(resume="again"), "sync", kill=False)
+    assert refused.value.kind == "continued" and "invoke(None, config)" in refused.value.action
+    claimant = sqlite3.connect(where).execute("SELECT claimant FROM driftlab_guard_claims").fetchone()[0]
+    assert refused.value.claimant == claimant and claimant in str(refused.value)
+    assert _invoke("sync", where, consumed, None, "sync", kill=False) == {"x": 11, "v": "claimed"}
+    saver = GuardedSqliteSaver(sqlite3.connect(str(tmp_path / "never.db"), check_same_thread=False))
+    app = StateGraph(Flow)
+    app.add_node("n", lambda s: {"x": 1})
+    app.add_edge(START, "n"), app.add_edge("n", END)
+    compiled = app.compile(checkpointer=saver)
+    compiled.invoke({"x": 0, "v": ""}, {"configurable": {"thread_id": "u"}})
+    with pytest.raises(ResumeRefused) as never:
+        compiled.invoke(Command(resume="x"), {"configurable": {"thread_id": "u"}})
+    assert never.value.kind == "not_parked" and never.value.claimant is None
+
+
 # ---------------------------------------------------------------------------------------------- CO in every durability
 def flow_graph(consumed: str, kill_in_c: int | None):
     """a -> b (interrupt; appends the value it consumed to ``consumed``) -> c (SIGKILLs process ``kill_in_c``)."""
@@ -384,6 +432,57 @@ def test_revalidation_dominance_and_fail_closed():
     p2 = g2.park(premises())
     source2.write("customer.address", "Side St")
     assert g2.require(p2).outcome == REFRESH
+
+
+@pytest.mark.parametrize("order", ["block-last", "block-first"])
+def test_the_most_severe_failure_wins_in_either_declaration_order(order):
+    """Both premises fail on one change; BLOCK wins whether it is declared before or after the REPLAN one, and the
+    witness (``failed``) names the BLOCK premise first.
+
+    Planted bug caught: the last failing premise wins (``outcome = p.on_fail`` instead of the max): with BLOCK
+    declared first, the REPLAN premise after it would win (the test above declares BLOCK last, so it cannot tell)."""
+    ps = premises()[:2] if order == "block-last" else premises()[1::-1]
+    source = DictSource(START_VALUES)
+    guard = Revalidator(source)
+    parked = guard.park(ps)
+    source.write("order.amount", 60)  # amount changed (REPLAN) and above the policy (BLOCK)
+    verdict = guard.revalidate(parked)
+    assert verdict.outcome == BLOCK and verdict.failed[0] == "within_policy"
+
+
+def _same(now, then):
+    return now == then
+
+
+@pytest.mark.parametrize("declare, at, problem", [
+    (lambda: Premise("p", "order.amount", _same), "declare", "not the string"),
+    (lambda: Premise("p", (), _same), "declare", "at least one field"),
+    (lambda: Premise("p", ("order.amount", 3), _same), "declare", "at least one field"),
+    (lambda: Premise("p", ("order.amount",), "yes"), "declare", "callable"),
+    (lambda: Premise("p", ("order.amout",), _same), "park", "does not know"),
+    (lambda: Premise("p", ("order.amount",), lambda now, then: "no"), "revalidate", "not a bool"),
+], ids=["reads-a-string", "reads-empty", "reads-not-names", "rule-not-callable", "misspelt-field", "rule-not-bool"])
+def test_a_premise_that_cannot_mean_what_it_says_is_an_error(declare, at, problem):
+    """Each declaration that would otherwise revalidate to KEEP after its field changed is an error, where it
+    is made: a string for ``reads`` (read as its characters, none of them a field), a misspelt field (it never
+    changes), a rule returning a truthy string ("no" holds).
+
+    Planted bugs caught: ``tuple(reads)`` on a string accepted, park not checking the fields exist, ``bool(rule())``
+    coercing the rule's answer (each of these rows would KEEP instead of raising)."""
+    if at == "declare":
+        with pytest.raises(TypeError, match=problem):
+            declare()
+        return
+    source = DictSource(START_VALUES)
+    guard = Revalidator(source)
+    if at == "park":
+        with pytest.raises(ValueError, match=problem):
+            guard.park([declare()])
+        return
+    parked = guard.park([declare()])
+    source.write("order.amount", 31)
+    with pytest.raises(TypeError, match=problem):
+        guard.revalidate(parked)
 
 
 class Refund(TypedDict, total=False):

@@ -48,9 +48,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, Checkpoint,
                                       CheckpointMetadata, CheckpointTuple)
 from langgraph.types import Command
+from pydantic import TypeAdapter, ValidationError
 
 from driftlab_guard._pregel import Invocation, loading_invocation
-from driftlab_guard.errors import ResumeRefused
+from driftlab_guard.errors import InvalidState, ResumeRefused
 from driftlab_guard.schema import StateSchema, as_schema
 
 # LangGraph's reserved channel / task names (langgraph._internal._constants; stable since 0.2).
@@ -78,12 +79,14 @@ class Dialect:
                    "AND interrupt_id = ?")
     value: str = ("SELECT value_type, value FROM driftlab_guard_claims WHERE thread_id = ? AND checkpoint_ns = ? "
                   "AND interrupt_id = ?")
+    latest: str = ("SELECT claimant, checkpoint_id, interrupt_id FROM driftlab_guard_claims WHERE thread_id = ? "
+                   "AND checkpoint_ns = ? ORDER BY claimed_at DESC LIMIT 1")
     commit: str = "COMMIT"
     rollback: str = "ROLLBACK"
 
     def __post_init__(self) -> None:
         if self.mark != "?":
-            for name in ("insert", "holder", "value"):
+            for name in ("insert", "holder", "value", "latest"):
                 object.__setattr__(self, name, getattr(self, name).replace("?", self.mark))
 
 
@@ -113,6 +116,12 @@ def claimed_value(d: Dialect, key: tuple[str, str], ids: list[str]) -> Procedure
         if row is not None:
             return row[0], bytes(row[1])
     return None
+
+
+def latest_claim(d: Dialect, key: tuple[str, str]) -> Procedure:
+    """(claimant, checkpoint id, interrupt id) of the thread's newest claim, or None."""
+    row = yield d.latest, key
+    return None if row is None else tuple(row)
 
 
 def drive(proc: Procedure, execute: Callable[[str, Any], Any], rollback: str) -> Any:
@@ -170,13 +179,15 @@ def default_claimant() -> str:
 
 @dataclass
 class Plan:
-    """What one load decides: ``claim`` (ids, value), ``refuse`` (reason) or ``replay`` (ids)."""
+    """What one load decides: ``claim`` (ids, value), ``refuse`` (reason), ``unparked`` (a resume of a checkpoint
+    with no interrupt: the thread's claims tell why) or ``replay`` (ids)."""
 
     kind: str
     invocation: Invocation
     ids: list[str]
     value: Any = None
     reason: str = ""
+    kind_of_refusal: str = "not_parked"
 
 
 class ConsumeOnce(BaseCheckpointSaver[str]):
@@ -184,20 +195,37 @@ class ConsumeOnce(BaseCheckpointSaver[str]):
 
     dialect: Dialect
     guard_schema: StateSchema | None = None
+    guard_resume: TypeAdapter[Any] | None = None
     guard_claimant: str = ""
 
-    def _guard_init(self, schema: Any, claimant: str | None) -> None:
+    def _guard_init(self, schema: Any, claimant: str | None, resume_schema: Any = None) -> None:
         self.guard_schema = as_schema(schema)
+        self.guard_resume = None if resume_schema is None else TypeAdapter(resume_schema)
         self.guard_claimant = claimant or default_claimant()
         self._guard_seen: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._guard_written: dict[tuple[str, str, str], Any] = {}  # resume writes the claim already stored
         self.claims_made = 0
         self.claims_refused = 0
 
-    def validate_with(self, schema: Any) -> "ConsumeOnce":
-        """Check every checkpoint and pending write against ``schema`` before it is persisted."""
+    def validate_with(self, schema: Any, *, resume: Any = None) -> "ConsumeOnce":
+        """Check every checkpoint and pending write against ``schema`` before it is persisted, and every resume
+        value against ``resume`` (a type, e.g. ``Literal["approve", "reject"]``) before its claim is taken."""
         self.guard_schema = as_schema(schema)
+        if resume is not None:
+            self.guard_resume = TypeAdapter(resume)
         return self
+
+    def _guard_check_resume(self, value: Any) -> None:
+        """A resume value that does not fit the resume schema is refused before the claim: nothing is consumed,
+        so the correct value sent afterwards is served."""
+        if self.guard_resume is None:
+            return
+        try:
+            self.guard_resume.validate_python(value, strict=True)
+        except ValidationError as exc:
+            problems = [f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()]
+            raise InvalidState("the resume value's claim (nothing was claimed: the interrupt is still parked)",
+                               problems) from None
 
     # ---- the decision (pure but for the invocation it reads)
     def _guard_plan(self, tup: CheckpointTuple | None, inv: Invocation | None,
@@ -208,15 +236,16 @@ class ConsumeOnce(BaseCheckpointSaver[str]):
         command = inv.input
         resuming = isinstance(command, Command) and command.resume is not None
         if tup is None:  # no checkpoint: LangGraph would run the graph from an empty state with the value
-            return Plan("refuse", inv, [], reason="the thread has no checkpoint: nothing is parked") if resuming else None
+            return Plan("refuse", inv, [], reason="the thread has no checkpoint: nothing is parked",
+                        kind_of_refusal="no_checkpoint") if resuming else None
         ids = recorded_interrupts(tup)
         if resuming:
             value = command.resume
             if isinstance(value, dict) and value and all(k in ids for k in value):
                 ids = list(value)  # a resume map names the interrupts it answers
             if not ids:
-                return Plan("refuse", inv, ids, reason="no interrupt is parked at this checkpoint (LangGraph would "
-                                                       "record the resume value and never consult it)")
+                return Plan("unparked", inv, ids)
+            self._guard_check_resume(value)
             return Plan("claim", inv, ids, value)
         if command is None and ids and not has_resume_write(tup):
             return Plan("replay", inv, ids)
@@ -248,7 +277,8 @@ class ConsumeOnce(BaseCheckpointSaver[str]):
                 self.claims_refused += 1
                 raise ResumeRefused(str(conf["thread_id"]), str(conf.get("checkpoint_id")),
                                     f"interrupt {', '.join(plan.ids)} was already consumed by {result[0]} "
-                                    f"at checkpoint {result[1]}", interrupt_ids=plan.ids, claimant=result[0])
+                                    f"at checkpoint {result[1]}", interrupt_ids=plan.ids, claimant=result[0],
+                                    kind="consumed")
             self.claims_made += 1
             plan.invocation.make_durable()
             return tup
@@ -262,7 +292,30 @@ class ConsumeOnce(BaseCheckpointSaver[str]):
         self.claims_refused += 1
         conf = (tup.config if tup is not None else config)["configurable"]
         raise ResumeRefused(str(conf["thread_id"]), str(conf.get("checkpoint_id")), plan.reason,
-                            interrupt_ids=plan.ids)
+                            interrupt_ids=plan.ids, kind=plan.kind_of_refusal)
+
+    def _guard_unparked(self, tup: CheckpointTuple) -> Procedure:
+        conf = tup.config["configurable"]
+        return latest_claim(self.dialect, (str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))))
+
+    def _guard_refuse_unparked(self, tup: CheckpointTuple, plan: Plan, latest: Any) -> NoReturn:
+        """A resume of a checkpoint with no interrupt: the run went on after a claim (finished, or its claimant
+        crashed and ``invoke(None)`` continues it), or nothing was ever parked on the thread."""
+        if latest is None:
+            plan.reason = ("no interrupt is parked at this checkpoint and none was ever claimed on this thread "
+                           "(LangGraph would record the resume value and never consult it)")
+            plan.kind_of_refusal = "not_parked"
+        else:
+            claimant, checkpoint, interrupt_id = latest
+            plan.reason = (f"no interrupt is parked at this checkpoint: interrupt {interrupt_id} was consumed by "
+                           f"{claimant} at checkpoint {checkpoint} and the run went on from there")
+            plan.kind_of_refusal = "continued"
+            plan.ids = [str(interrupt_id)]
+        self.claims_refused += 1
+        conf = tup.config["configurable"]
+        raise ResumeRefused(str(conf["thread_id"]), str(conf.get("checkpoint_id")), plan.reason,
+                            interrupt_ids=plan.ids, kind=plan.kind_of_refusal,
+                            claimant=None if latest is None else str(latest[0]))
 
     def _guard_skip_write(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str) -> bool:
         """True for LangGraph's resume write when the claim transaction already stored it."""
@@ -296,6 +349,8 @@ class SyncGuard(ConsumeOnce):
         if plan.kind == "refuse":
             self._guard_refuse(tup, plan, config)
         assert tup is not None  # only a refusal is planned without a checkpoint
+        if plan.kind == "unparked":
+            self._guard_refuse_unparked(tup, plan, self._run(self._guard_unparked(tup)))
         result = self._run(self._guard_procedure(tup, plan))
         return self._guard_outcome(tup, plan, result)
 
@@ -327,6 +382,8 @@ class AsyncGuard(ConsumeOnce):
         if plan.kind == "refuse":
             self._guard_refuse(tup, plan, config)
         assert tup is not None  # only a refusal is planned without a checkpoint
+        if plan.kind == "unparked":
+            self._guard_refuse_unparked(tup, plan, await self._run(self._guard_unparked(tup)))
         result = await self._run(self._guard_procedure(tup, plan))
         return self._guard_outcome(tup, plan, result)
 

@@ -9,17 +9,35 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 
+#: Why a resume was refused -> the one thing its caller does next (the README's table says the same).
+REFUSAL_ACTIONS = {
+    "consumed": "do not resend: the interrupt was consumed by another resume; if that claimant crashed, "
+                "continue the run with invoke(None, config) (it resumes with the claimed value)",
+    "continued": "do not resend: the interrupt was consumed earlier and the run went on; if it has not "
+                 "finished (its claimant crashed), continue it with invoke(None, config)",
+    "not_parked": "do not resend: nothing is parked on this thread (no interrupt was ever claimed here)",
+    "no_checkpoint": "do not resend: the thread has no checkpoint; start the run first",
+}
+
+
 class ResumeRefused(RuntimeError):
-    """A resume was refused before any node ran: its interrupt is consumed, or nothing is parked there."""
+    """A resume was refused before any node ran: its interrupt is consumed, or nothing is parked there.
+
+    ``kind`` is one of :data:`REFUSAL_ACTIONS`; ``action`` is what the caller does next.
+    """
 
     def __init__(self, thread_id: str, checkpoint_id: str, reason: str, *,
-                 interrupt_ids: Sequence[str] = (), claimant: str | None = None):
+                 interrupt_ids: Sequence[str] = (), claimant: str | None = None, kind: str = "consumed"):
+        if kind not in REFUSAL_ACTIONS:
+            raise ValueError(f"refusal kind {kind!r}: expected one of {', '.join(REFUSAL_ACTIONS)}")
         self.thread_id = thread_id
         self.checkpoint_id = checkpoint_id
         self.interrupt_ids = tuple(interrupt_ids)
         self.claimant = claimant
         self.reason = reason
-        super().__init__(f"resume refused (thread {thread_id}, checkpoint {checkpoint_id}): {reason}")
+        self.kind = kind
+        self.action = REFUSAL_ACTIONS[kind]
+        super().__init__(f"resume refused (thread {thread_id}, checkpoint {checkpoint_id}): {reason}; {self.action}")
 
 
 class InvalidState(ValueError):

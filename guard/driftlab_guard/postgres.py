@@ -44,10 +44,10 @@ class GuardedPostgresSaver(SyncGuard, PostgresSaver):
     dialect = POSTGRES
 
     def __init__(self, conn: Any, pipe: Any = None, serde: SerializerProtocol | None = None, *, schema: Any = None,
-                 claimant: str | None = None) -> None:
+                 claimant: str | None = None, resume_schema: Any = None) -> None:
         super().__init__(conn, pipe, serde)
         _no_pipeline(self)
-        self._guard_init(schema, claimant)
+        self._guard_init(schema, claimant, resume_schema)
 
     def setup(self) -> None:
         super().setup()
@@ -65,10 +65,10 @@ class GuardedAsyncPostgresSaver(AsyncGuard, AsyncPostgresSaver):
     dialect = POSTGRES
 
     def __init__(self, conn: Any, pipe: Any = None, serde: SerializerProtocol | None = None, *, schema: Any = None,
-                 claimant: str | None = None) -> None:
+                 claimant: str | None = None, resume_schema: Any = None) -> None:
         super().__init__(conn, pipe, serde)
         _no_pipeline(self)
-        self._guard_init(schema, claimant)
+        self._guard_init(schema, claimant, resume_schema)
 
     async def setup(self) -> None:
         await super().setup()

@@ -60,15 +60,34 @@ class Premise:
     on_fail: Outcome = REPLAN
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "reads", tuple(self.reads))
+        """A declaration that cannot mean what it says is refused here, not read as KEEP later: ``reads`` is a
+        collection of field names (a bare string would be read as its characters), the rule is callable."""
+        if not isinstance(self.id, str) or not self.id:
+            raise TypeError(f"premise id {self.id!r}: a non-empty string")
+        if isinstance(self.reads, (str, bytes)):
+            raise TypeError(f"premise {self.id!r}: reads is a tuple of field names, not the string {self.reads!r} "
+                            f"(write reads=({self.reads!r},))")
+        reads = tuple(self.reads)
+        bad = [r for r in reads if not isinstance(r, str) or not r]
+        if bad or not reads:
+            raise TypeError(f"premise {self.id!r}: reads needs at least one field name, each a non-empty string "
+                            f"(got {reads!r})")
+        if not callable(self.rule):
+            raise TypeError(f"premise {self.id!r}: rule must be callable as rule(now, then) -> bool")
+        object.__setattr__(self, "reads", reads)
         object.__setattr__(self, "on_fail", Outcome(self.on_fail))
 
     def holds(self, now: Mapping[str, Any], then: Mapping[str, Any]) -> bool:
-        """The rule over this premise's fields; a rule that raises does not hold (fail closed)."""
+        """The rule over this premise's fields; a rule that raises does not hold (fail closed); a rule that
+        returns anything but a bool is a bug in the declaration (``"no"`` is truthy) and raises TypeError."""
         try:
-            return bool(self.rule({r: now.get(r) for r in self.reads}, {r: then.get(r) for r in self.reads}))
+            result = self.rule({r: now.get(r) for r in self.reads}, {r: then.get(r) for r in self.reads})
         except Exception:  # noqa: BLE001 - a rule that cannot be evaluated on the new values does not hold
             return False
+        if not isinstance(result, bool):
+            raise TypeError(f"premise {self.id!r}: its rule returned {result!r} ({type(result).__name__}), "
+                            f"not a bool")
+        return result
 
 
 class Source(Protocol):
@@ -146,6 +165,11 @@ class Revalidator:
         refs = sorted({r for p in ps for r in p.reads})
         position = self.source.position() if hasattr(self.source, "position") else None
         seen = self.source.read(refs)
+        unknown = [r for r in refs if r not in seen]
+        if unknown:  # a misspelt field would never change, so its premise would never be re-checked
+            owners = sorted(p.id for p in ps if set(p.reads) & set(unknown))
+            raise ValueError(f"premise {owners[0]!r} reads {unknown[0]!r}, which the source does not know "
+                             f"(misspelt? every field a premise reads must exist when the node parks)")
         return {"premises": [p.id for p in ps], "seen": {r: list(seen[r]) if r in seen else None for r in refs},
                 "position": position}
 
@@ -173,13 +197,14 @@ class Revalidator:
         tokens = {r: _version(current.get(r)) if r in current else _version(seen.get(r)) for r in refs}
         affected = {i for r in changed for i in index[r]}
         outcome, evaluated, failed = KEEP, [], []
-        for p in ps:  # declaration order, affected ones only
+        for p in ps:  # declaration order, affected ones only; the most severe failure wins, whatever the order
             if p.id not in affected:
                 continue
             evaluated.append(p.id)
             if not p.holds(now, then):
                 failed.append(p.id)
                 outcome = max(outcome, p.on_fail)
+        failed.sort(key=lambda i: -self.premises[i].on_fail)  # the witness: the most severe failure first
         reason = (f"{len(changed)} changed field(s) ({', '.join(changed)}) re-checked {len(evaluated)} premise(s)"
                   if changed else "no declared field changed")
         return Verdict(outcome, tuple(evaluated), tuple(failed), tuple(changed), now, tokens, reason)

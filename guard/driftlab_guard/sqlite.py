@@ -34,9 +34,9 @@ class GuardedSqliteSaver(SyncGuard, SqliteSaver):
     dialect = SQLITE
 
     def __init__(self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, schema: Any = None,
-                 claimant: str | None = None) -> None:
+                 claimant: str | None = None, resume_schema: Any = None) -> None:
         super().__init__(conn, serde=serde)
-        self._guard_init(schema, claimant)
+        self._guard_init(schema, claimant, resume_schema)
 
     def setup(self) -> None:
         if self.is_setup:
@@ -60,9 +60,9 @@ class GuardedAsyncSqliteSaver(AsyncGuard, AsyncSqliteSaver):
     dialect = SQLITE
 
     def __init__(self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, schema: Any = None,
-                 claimant: str | None = None) -> None:
+                 claimant: str | None = None, resume_schema: Any = None) -> None:
         super().__init__(conn, serde=serde)
-        self._guard_init(schema, claimant)
+        self._guard_init(schema, claimant, resume_schema)
 
     async def setup(self) -> None:
         if self.is_setup:
