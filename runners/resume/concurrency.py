@@ -33,6 +33,10 @@ from vocabulary import History
 from vocabulary.resume import CHECKPOINT, DONE, EFFECT, PARKED, REFUSED, STORES_READ, TRACE
 
 
+#: what the k racers of one race got, counted (the frameworks table's losers' fates are read from these)
+RACER_COUNTS = ("served", "refused", "failed", "indeterminate")
+
+
 def grid(options: Options):
     grids = list(by_kind(rc.resume_scenarios(options), "concurrency").values())
     if not grids:
@@ -167,7 +171,8 @@ def _races(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: 
                                          "effects_fired": base["effects_fired"], "effects_expected": 1,
                                          "witness": rc.stable_witness(r.witnesses[0].explanation, mine)
                                          if r.witnesses else "",
-                                         "sigkills": 0, "processes": k + 1, "wall_us": 0.0, "co_inert": inert})
+                                         "sigkills": 0, "processes": k + 1, "wall_us": 0.0, "co_inert": inert,
+                                         **{c: base[c] for c in RACER_COUNTS}})
                     else:
                         rows.append({**base, "co_verdict": results["CO"].verdict.value, "co_inert_verdict": inert,
                                      "eo_verdict": results["EO"].verdict.value,
