@@ -8,6 +8,7 @@ three functions in one signature each:
 - ``table(records) -> DataFrame``
 - ``draw(records, table, out) -> list[Path]``  (``out`` is a path stem; write PNG + SVG)
 - ``report(table, records) -> Section``
+- optionally ``findings(table, records) -> list[Finding]``: lines for the report's opening Findings
 
 Nothing here runs an experiment; :mod:`analysis.pipeline` receives the
 declarations from the caller and builds every artifact whose records exist.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from analysis.report import Section
+from analysis.report import Finding, Section
 
 if TYPE_CHECKING:  # the declarations name pandas' frames; importing pandas is left to those who build tables
     import pandas as pd
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # the declarations name pandas' frames; importing pandas is l
 Table = Callable[["pd.DataFrame"], "pd.DataFrame"]
 Draw = Callable[["pd.DataFrame", "pd.DataFrame", Path], list[Path]]
 Report = Callable[["pd.DataFrame", "pd.DataFrame"], Section]
+Findings = Callable[["pd.DataFrame", "pd.DataFrame"], list[Finding]]
 
 
 @dataclass(frozen=True)
@@ -35,3 +37,4 @@ class Artifact:
     report: Report
     draw: Draw | None = None
     experiment: str = ""  # whose records it reads; filled in from the declaring experiment when empty
+    findings: Findings | None = None

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from analysis.artifact import Artifact
+from analysis.questions import QUESTIONS
 from analysis.records import RecordsError, check_schemas, experiments_in, load_records
 from analysis.report import Section, markdown_table, write_report
 
@@ -129,6 +130,9 @@ def analyze(run_dir: Path, artifacts: list[Artifact]) -> list[Section]:
             files += [str(p.relative_to(run_dir)) for p in art.draw(records, table, figures / art.name)]
         section = art.report(table, records)
         section.files = files
+        section.question = section.question or QUESTIONS.get(art.name, "")
+        if art.findings is not None:
+            section.findings = [*section.findings, *art.findings(table, records)]
         sections.append(section)
     write_report(run_dir / "report.md", sections, header(run_dir))
     return sections

@@ -136,6 +136,23 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_summary(args: argparse.Namespace) -> int:
+    """The report's opening Findings, printed: the same text ``report.md`` opens with."""
+    from analysis.report import FINDINGS_END
+
+    report = Path(args.run_dir) / "report.md"
+    if not report.is_file():
+        raise DriftlabError(f"{report}: no report here (a run folder holds one; `driftlab analyze RUN_DIR` "
+                            "rebuilds it from the records)")
+    text = report.read_text(encoding="utf-8")
+    start, end = text.find("## Findings"), text.find(FINDINGS_END)
+    if start < 0 or end < start:
+        raise DriftlabError(f"{report}: written before reports opened with their findings; "
+                            f"`driftlab analyze {args.run_dir}` rebuilds it")
+    print(text[start:end].rstrip())
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from runners.check import check
     from vocabulary import Verdict
@@ -293,6 +310,10 @@ def parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyze", help="rebuild tables, figures and report of a run folder from its records")
     a.add_argument("run_dir")
     a.set_defaults(func=cmd_analyze)
+
+    sm = sub.add_parser("summary", help="print the findings a run's report opens with")
+    sm.add_argument("run_dir")
+    sm.set_defaults(func=cmd_summary)
 
     add_check(sub)
 

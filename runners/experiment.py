@@ -235,13 +235,14 @@ def lazy(dotted: str):
     return call
 
 
-def artifact(name: str, figure: bool = True) -> Artifact:
-    """The artifact ``<family>_<table>`` declared by convention: ``analysis/<family>/<table>.py`` (table, report)
-    and, if ``figure``, ``figures/<family>/<table>.py`` (draw); imported on first use, so cells never load the
-    plotting stack."""
+def artifact(name: str, figure: bool = True, findings: bool = False) -> Artifact:
+    """The artifact ``<family>_<table>`` declared by convention: ``analysis/<family>/<table>.py`` (table, report,
+    and ``findings`` if asked), and, if ``figure``, ``figures/<family>/<table>.py`` (draw); imported on first use,
+    so cells never load the plotting stack."""
     family, sep, table = name.partition("_")
     if not sep or not table:
         raise ValueError(f"artifact {name!r}: name it <family>_<table>")
     return Artifact(name, table=lazy(f"analysis.{family}.{table}:table"),
                     report=lazy(f"analysis.{family}.{table}:report"),
-                    draw=lazy(f"figures.{family}.{table}:draw") if figure else None)
+                    draw=lazy(f"figures.{family}.{table}:draw") if figure else None,
+                    findings=lazy(f"analysis.{family}.{table}:findings") if findings else None)

@@ -36,7 +36,7 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     ref = reference("resume_faults")
     cells = list(dict.fromkeys(tab["cell"]))
     runtimes = list(dict.fromkeys(tab["runtime"]))
-    rows = [row("fault-matrix cells", len(cells), ref.get("cells"), "count")]
+    rows = [row("fault-matrix cells", len(cells), ref.get("cells"), "size")]
     for rt in runtimes:
         t = tab[tab["runtime"] == rt]
         bad = t[t["verdict"] == "invalid"]

@@ -45,7 +45,7 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     paper = {k: v for k, v in paper_cells().items() if k[0] in switches}
     m = Matrix("fault switch x property (sequencer with one switch on)", switches, list(ORDER), cells, paper)
     diffs = m.differences()
-    rows = [row("matrix cells compared with the paper", len(paper), len(paper_cells()), "count"),
+    rows = [row("matrix cells compared with the paper", len(paper), len(paper_cells()), "size"),
             row("cells that differ from the paper", len(diffs), None, "count")]
     partial = [(v["switch"], v["checked"]) for v in reference("resume_independence").get("values", [])
                if len(v["checked"]) < len(ORDER) - 1]  # switches the paper checked on a companion model only

@@ -101,8 +101,8 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     cells = per_cell["cell"].nunique()
     workloads = list(dict.fromkeys(per_cell["workload"]))
     classes = per_cell["mutation_class"].nunique()
-    rows = [row("durable cells", cells, ref.get("cells"), "count"),
-            row("executions per mechanism per cell", int(per_cell["executions"].min()), paper_n, "count"),
+    rows = [row("durable cells", cells, ref.get("cells"), "size"),
+            row("executions per mechanism per cell", int(per_cell["executions"].min()), paper_n, "size"),
             row("processes per execution (parent, decide, second actor, resume), fewest seen",
                 int(records["processes"].min()), None, "count")]
     for m, t in total.iterrows():

@@ -58,7 +58,7 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     rows = []
     for _, t in totals(tab).iterrows():
         m, n = t["mechanism"], int(t["executions"])
-        rows.append(row(f"{m}: executions", n, paper_n, "count"))
+        rows.append(row(f"{m}: executions", n, paper_n, "size"))
         agreement = paper_value("revalidation_outcomes", mechanism=m, metric="oracle_agreement")
         rows.append(row(f"{m}: oracle agreement", t["oracle_agreement"], agreement and agreement["value"], "share"))
         for metric in COUNT_COLUMNS:

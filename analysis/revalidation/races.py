@@ -89,7 +89,7 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         t = _get(tab, backend, "pairs", "target_cas")
         if t is not None:
             n = int(t["executions"])
-            rows.append(row(f"{backend}, race pairs under target_cas: pairs", n, paper_pairs, "count"))
+            rows.append(row(f"{backend}, race pairs under target_cas: pairs", n, paper_pairs, "size"))
             for metric, label in (("one_commit", "exactly one commit"), ("zero_commits", "zero commits"),
                                   ("two_commits", "two commits")):
                 rows.append(row(f"{backend}, race pairs: pairs with {label}", int(t[metric]),

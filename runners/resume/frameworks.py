@@ -59,7 +59,8 @@ class ResumeFrameworks(FaultCells):
     name = "resume_frameworks"
     description = ("framework@release x property (Hermitage-style): fault cells and k-racer cells, each framework "
                    "release in its own uv-locked environment")
-    artifacts = (artifact("resume_frameworks"),)
+    artifacts = (artifact("resume_frameworks"), artifact("resume_frameworks_cells", findings=True),
+                 artifact("resume_frameworks_losers"))
     profile_repetitions = REPETITIONS
 
     def runtime_names(self, options: Options) -> list[str]:

@@ -39,7 +39,7 @@ class ResumeOverhead(Experiment):
     cell_timeout_s = 3600.0  # one cell holds the whole benchmark
     uses_user_scenarios = False
     seconds_per_execution = 0.001
-    artifacts = (artifact("resume_overhead"),)
+    artifacts = (artifact("resume_overhead", findings=True),)
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         reps = options.extra.get("repetitions") or REPETITIONS[profile]

@@ -294,10 +294,10 @@ def test_contract_omission_report_per_mechanism_and_rate_as_rendered():
     """Bug classes: a report row that sets a number beside the wrong cell (another mechanism's or another rate's
     share, count or interval), and an expectation with the wrong parameter (k of another rate): the whole rendered
     section is pinned for two mechanisms x two rates."""
-    from analysis.report import render
+    from analysis.report import render_sections
 
     records = two_mechanism_records()
     tab = contract_omission.table(records)
     assert list(tab.columns) == ["mechanism", *contract_omission.COLUMNS]
     assert contract_omission.expected(records, 0.1) == pytest.approx(1 - 0.9 ** 3)
-    assert render([contract_omission.report(tab, records)], "# h") == GOLDEN_CONTRACT_OMISSION
+    assert "# h\n\n" + render_sections([contract_omission.report(tab, records)]) == GOLDEN_CONTRACT_OMISSION

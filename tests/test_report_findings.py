@@ -1,0 +1,77 @@
+"""The report opens with the findings, and `driftlab summary` prints them: each line agrees with the tables.
+
+A real quick run of ``resume_frameworks`` on two framework rows (one that breaks EO and CO, one that refuses a
+second resumer), in their own environments with real SIGKILLs; the summary's lines are read back and checked
+against ``tables/resume_frameworks_cells.csv`` and ``tables/resume_frameworks_losers.csv``.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ROWS = ("langgraph@1.2.24", "pydantic-graph@1.107")
+
+
+def driftlab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runners.cli", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=600)
+
+
+def test_every_artifact_opens_with_a_question():
+    """Bug class: a new artifact whose report section does not say which question it answers."""
+    from analysis.questions import QUESTIONS
+    from runners.engine import all_artifacts
+
+    missing = [a.name for a in all_artifacts() if not QUESTIONS.get(a.name, "").endswith("?")]
+    assert not missing, f"add a question to analysis/questions.py for: {', '.join(missing)}"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("findings") / "run"
+    done = driftlab("reproduce", "--only", "resume_frameworks", "--profile", "quick", "--quiet",
+                    "--mechanisms", ",".join(ROWS), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_the_summary_is_the_reports_opening_and_agrees_with_the_tables(run):
+    """Bug classes: a summary line that says safe where the cell table shows a violation (or the reverse); the
+    loud-refusal answer not matching the losers' table; the report's findings placed after the sections; the
+    summary printing something other than the report's opening."""
+    summary = driftlab("summary", str(run))
+    assert summary.returncode == 0, summary.stderr
+    report = (run / "report.md").read_text()
+    assert summary.stdout.strip() in report and report.index("## Findings") < report.index("## Frameworks")
+    cells = pd.read_csv(run / "tables" / "resume_frameworks_cells.csv", keep_default_na=False)
+    losers = pd.read_csv(run / "tables" / "resume_frameworks_losers.csv").set_index("runtime")
+    lines = {m.group(1): m.group(2) for m in re.finditer(r"^- \*\*(\S+)\*\* (.*)$", summary.stdout, re.M)}
+    assert set(lines) == set(ROWS)
+    for rt, line in lines.items():
+        t = cells[cells["runtime"] == rt]
+        violated = sorted({p for v in t["violated"] for p in v.split(",") if p})
+        assert ("**not safe**" in line) == bool(violated), (rt, line)
+        for prop in violated:
+            assert prop in line.split("Exactly once")[0]
+        crash_broken = t[(t["group"] == "crash") & t["violated"].str.contains("EO|PC")]
+        assert ("after a SIGKILL: no" in line) == (not crash_broken.empty), (rt, line)
+        assert ("loudly: yes" in line) == bool(losers.loc[rt, "loud"]), (rt, line)
+    assert "after a SIGKILL: no" in lines["langgraph@1.2.24"] and "loudly: no" in lines["langgraph@1.2.24"]
+    assert "loudly: yes" in lines["pydantic-graph@1.107"]
+
+
+@pytest.mark.parametrize("make, problem", [
+    (lambda d: None, "no report here"),
+    (lambda d: (d / "report.md").write_text("# driftlab report\n\n## Old section\n"), "before reports opened"),
+], ids=["no-report", "old-report"])
+def test_summary_of_a_folder_without_findings_is_one_line_exit_2(tmp_path, make, problem):
+    """Bug class: a traceback (or an empty print with exit 0) for a folder that has no findings to show."""
+    make(tmp_path)
+    got = driftlab("summary", str(tmp_path))
+    assert got.returncode == 2 and problem in got.stderr and len(got.stderr.strip().splitlines()) == 1

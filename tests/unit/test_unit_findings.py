@@ -1,0 +1,156 @@
+"""The report's opening Findings: the papers' tally, the frameworks' cell matrix, the losers' fates.
+
+Each test names the class of bug it catches; the synthetic records are the
+columns ``resume_frameworks`` writes.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from analysis.report import Matrix, Section, paper_tally, render, render_findings, reproduced, row
+from analysis.resume import frameworks_cells, frameworks_losers
+
+
+# ---------------------------------------------------------------------------------------------- the papers' tally
+@pytest.mark.parametrize("made, expected", [
+    (row("a share", 0.405, 0.40, "share"), True),
+    (row("a share 2 pp off", 0.42, 0.40, "share"), False),
+    (row("a count", 5, 5, "count"), True),
+    (row("a count off by one", 6, 5, "count"), False),
+    (row("counts as shares", 20, 2000, "count", ours_of=100, paper_of=10_000), True),
+    (row("counts as shares, 2 pp off", 22, 2000, "count", ours_of=100, paper_of=10_000), False),
+    (row("a latency within 2x", 15.0, 8.8, unit="us"), True),
+    (row("a latency 4x off", 2.0, 8.8, unit="us"), False),
+    (row("zero published", 0.0, 0.0), True),
+    (row("a size", 2100, 210_000, "size"), None),
+    (row("not published", 3, None, "count"), None),
+    ({"metric": "hand-made", "ours": "1", "paper": "1", "difference": "+0"}, None),
+], ids=lambda v: v["metric"] if isinstance(v, dict) else str(v))
+def test_what_counts_as_reproduced(made, expected):
+    """Bug classes: a size (executions, cells) counted as a finding that differs; a share compared without its
+    tolerance; counts of runs of different sizes compared as raw counts; a row without a published value counted."""
+    assert reproduced(made) is expected
+
+
+def test_the_ci_decides_where_a_row_states_one():
+    """Bug class: a rate whose published value lies inside our CI counted as differing because it is > 1 pp off."""
+    r = row("rate", 0.1214, 0.0997, "share")
+    r["difference"] += " (paper value inside our CI)"
+    assert reproduced(r) is True
+    r["difference"] = r["difference"].replace("inside", "outside")
+    assert reproduced(r) is False
+
+
+def test_tally_counts_rows_and_matrix_cells_and_names_what_differs():
+    """Bug classes: matrix cells left out of the tally; a differing number counted as reproduced; the list of
+    differences naming the wrong section."""
+    m = Matrix("levels", ["SSI"], ["skew", "escape"], {("SSI", "skew"): "prevented", ("SSI", "escape"): "occurs"},
+               paper={("SSI", "skew"): "prevented", ("SSI", "escape"): "prevented"})
+    sections = [Section("a", "A", rows=[row("x", 1, 1, "count"), row("y", 2, 1, "count")]),
+                Section("b", "B", matrices=[m])]
+    ok, total, differ = paper_tally(sections)
+    assert (ok, total) == (2, 4)
+    assert differ[0].startswith("y (a:") and "levels, SSI x escape (b:" in differ[1]
+    text = render_findings(sections)
+    assert "**2 of 4** published numbers" in text and "these 2 differ" in text
+
+
+def test_a_section_opens_with_its_question_and_the_report_with_its_findings():
+    """Bug class: the findings rendered after the sections (the user reads timings first), a question dropped."""
+    text = render([Section("a", "A", rows=[row("x", 1, 1, "count")], question="Does x hold?")], "# header")
+    assert text.index("## Findings") < text.index("## A (`a`)") < text.index("*Does x hold?*")
+
+
+# ---------------------------------------------------------------------------------------------- synthetic records
+def rec(runtime, cell, prop, verdict, *, k=0, crash="-", rep=0, fired=1, served=0, refused=0, failed=0, lost=0,
+        witness=""):
+    return {"runtime": runtime, "framework": runtime.split("@")[0], "release": "1.0", "variant": "",
+            "fault_cell": cell, "cell": f"{runtime}/{cell}/{k}", "crash_point": crash, "k": k, "repetition": rep,
+            "property": prop, "verdict": verdict, "witness": witness, "effects_fired": fired, "served": served,
+            "refused": refused, "failed": failed, "indeterminate": lost}
+
+
+def race(runtime, k, served, refused, failed, fired, lost=0, rep=0):
+    """One race, as resume_frameworks records it: one row per property, the racer counts on each."""
+    return [rec(runtime, "concurrent_resume", p, "valid", k=k, rep=rep, fired=fired, served=served, refused=refused,
+                failed=failed, lost=lost) for p in ("EO", "CO")]
+
+
+# ---------------------------------------------------------------------------------------------- losers' fates
+@pytest.mark.parametrize("k, served, refused, failed, fired, lost, expected", [
+    # k, served, refused, failed, effects, unanswered -> losers, refused, inert, failed, fired_again, no_winner
+    (2, 1, 1, 0, 1, 0, (1, 1, 0, 0, 0, 0)),      # the gate: one served, one refused loudly
+    (4, 4, 0, 0, 4, 0, (3, 0, 0, 0, 3, 0)),      # every racer served and fired
+    (3, 3, 0, 0, 1, 0, (2, 0, 2, 0, 0, 0)),      # served twice more, no further effect: inert
+    (3, 1, 0, 2, 1, 0, (2, 0, 0, 2, 0, 0)),      # two raised: failed, never refused nor served
+    (2, 0, 1, 1, 0, 0, (2, 1, 0, 1, 0, 1)),      # nobody served: no winner, both are losers
+    (2, 1, 0, 0, 1, 1, (1, 0, 0, 0, 0, 0)),      # one answer never came
+], ids=["gate", "all-fire", "inert", "failed", "no-winner", "unanswered"])
+def test_each_loser_gets_one_fate(k, served, refused, failed, fired, lost, expected):
+    """Bug classes: a failed racer counted as refused (or as served); a loser that fired again counted as inert;
+    the winner counted among the losers; a race with no winner counted as if one racer had won."""
+    f = frameworks_losers.fates(pd.DataFrame(race("fw@1", k, served, refused, failed, fired, lost)[:1]))
+    got = f.iloc[0]
+    assert (got.losers, got.refused, got.inert, got.failed, got.fired_again, got.no_winner) == expected
+    assert got.unanswered == lost
+
+
+def test_loud_only_when_every_loser_is_refused_and_a_lost_effect_is_named():
+    """Bug classes: "loud" read from one race instead of all; a race that fired nothing hidden in a mean; the race
+    counted once per property row."""
+    records = pd.DataFrame([*race("gate@1", 2, 1, 1, 0, 1, rep=0), *race("gate@1", 2, 1, 1, 0, 1, rep=1),
+                            *race("leaky@1", 2, 1, 1, 0, 1, rep=0), *race("leaky@1", 2, 2, 0, 0, 0, rep=1)])
+    tab = frameworks_losers.table(records).set_index("runtime")
+    assert tab.loc["gate@1", "races"] == 2 and bool(tab.loc["gate@1", "loud"])
+    assert not tab.loc["leaky@1", "loud"] and tab.loc["leaky@1", "races_0_effects"] == 1
+    answer = frameworks_losers.answer(tab.reset_index().to_dict("records")[1])
+    assert answer.startswith("no: of 2 losers") and "1 accepted inert" in answer and "fired no effect" in answer
+
+
+# ---------------------------------------------------------------------------------------------- the cell matrix
+def frameworks_records():
+    return pd.DataFrame([
+        rec("safe@1", "crash_resume_after_effect_act", "EO", "valid", crash="after_effect"),
+        rec("safe@1", "second_resume_head", "CO", "valid"),
+        rec("safe@1", "fork_twice", "FD", "not applicable", witness="cannot fork"),
+        *race("safe@1", 2, 1, 1, 0, 1),
+        rec("twice@1", "crash_resume_after_effect_act", "EO", "invalid", crash="after_effect",
+            witness="effect charge fired 2 times."),
+        rec("twice@1", "crash_resume_after_effect_act", "PC", "valid", crash="after_effect"),
+        rec("twice@1", "second_resume_head", "CO", "invalid", witness="consumed 2 values."),
+        rec("twice@1", "fork_twice", "FD", "unknown"),
+        *race("twice@1", 2, 2, 0, 0, 2),
+        rec("maybe@1", "crash_resume_after_effect_act", "EO", "unknown", crash="after_effect"),
+    ])
+
+
+def test_cells_are_grouped_and_name_what_they_violate():
+    """Bug classes: a crash cell grouped as a second resume (or a race as a plain cell); unknown shown as holds;
+    n/a shown as holds; the witness of a lesser property shown instead of the worst (EO before CO)."""
+    tab = frameworks_cells.table(frameworks_records())
+    at = {(r.runtime, r.fault_cell): r for r in tab.itertuples()}
+    assert at[("safe@1", "crash_resume_after_effect_act")].group == "crash"
+    assert at[("safe@1", "second_resume_head")].group == "second resume or fork"
+    assert at[("safe@1", "concurrent_resume")].group == "race"
+    assert at[("safe@1", "fork_twice")].verdict == "n/a"
+    assert at[("twice@1", "fork_twice")].verdict == "unknown FD"
+    assert at[("twice@1", "crash_resume_after_effect_act")].verdict == "violates EO"
+    assert at[("twice@1", "crash_resume_after_effect_act")].witness == "effect charge fired 2 times."
+    assert at[("maybe@1", "crash_resume_after_effect_act")].verdict == "unknown EO"
+    groups = [g for g in tab[tab["runtime"] == "safe@1"]["group"]]
+    assert groups == sorted(groups, key=frameworks_cells.GROUPS.index)
+
+
+def test_one_finding_per_framework_answering_the_two_questions():
+    """Bug classes: a framework with an unknown crash cell called safe; a violating one called safe; the SIGKILL
+    answer read from race cells; the loud-refusal answer given to a framework whose losers fired again."""
+    records = frameworks_records()
+    found = {f.subject: f.text for f in frameworks_cells.findings(frameworks_cells.table(records), records)}
+    assert "**safe**" in found["safe@1"] and "Exactly once after a SIGKILL: yes" in found["safe@1"]
+    assert "Refuses a second resumer loudly: yes" in found["safe@1"]
+    assert "**not safe**: breaks EO, CO" in found["twice@1"]
+    assert "SIGKILL: no, in 1 of 1 crash cells" in found["twice@1"]
+    assert "loudly: no: of 1 losers in 1 races, 1 fired the effect again" in found["twice@1"]
+    assert "Worst witness (crash_resume_after_effect_act): effect charge fired 2 times" in found["twice@1"]
+    assert "**undecided**" in found["maybe@1"] and "SIGKILL: undecided" in found["maybe@1"]
