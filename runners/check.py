@@ -558,7 +558,7 @@ def _pool(jobs: int, args: tuple):
                                initargs=args)
 
 
-if __name__ == "__main__":  # `python -m runners.check --readme`: regenerate the README's per-family history tables
+if __name__ == "__main__":  # `python -m runners.check --readme`: regenerate the docs' per-family history tables
     import sys
 
     from analysis.checkers import schemas
@@ -566,5 +566,5 @@ if __name__ == "__main__":  # `python -m runners.check --readme`: regenerate the
 
     if sys.argv[1:] != ["--readme"]:
         sys.exit("usage: python -m runners.check --readme")
-    readme = Path(__file__).resolve().parent.parent / "README.md"
+    readme = Path(__file__).resolve().parent.parent / "docs" / "histories.md"
     readme.write_text(with_tables(readme.read_text(encoding="utf-8"), schemas()), encoding="utf-8")

@@ -6,6 +6,7 @@ import platform
 import shlex
 import subprocess
 import sys
+from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
@@ -62,6 +63,7 @@ def write_provenance(run_dir: Path, *, profile: str, seed: int, jobs: int, exper
         "framework_environments": framework_environments(),
         "experiments": experiments,
         "wall_seconds": {name: e["wall_seconds"] for name, e in experiments.items()},
+        "written_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     tmp = run_dir / "provenance.json.tmp"
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")

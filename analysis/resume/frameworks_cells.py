@@ -140,3 +140,22 @@ def findings(tab: pd.DataFrame, records: pd.DataFrame) -> list[Finding]:
             text += f" Worst witness ({worst['fault_cell']}): {worst['witness'].rstrip('.')}."
         out.append(Finding("frameworks", rt, text))
     return out
+
+
+HEADLINE = ["framework@release", "installed", "verdict", "exactly once after a SIGKILL", "refuses a second resumer loudly"]
+
+
+def headline(cells: pd.DataFrame, losers: pd.DataFrame, releases: dict[str, str]) -> pd.DataFrame:
+    """The README's headline table, one row per framework@release, from this run's two tables (cells, losers)
+    and each row's installed release (``releases``: runtime -> "framework version")."""
+    loser = {r["runtime"]: r for r in losers.to_dict("records")}
+    out = []
+    for rt, t in cells.groupby("runtime", sort=True):
+        violated = _ordered(p for v in t["violated"] for p in v.split(",") if p)
+        unknown = _ordered(p for v in t["unknown"] for p in v.split(",") if p)
+        verdict = ("breaks " + ", ".join(violated) if violated else "undecided: " + ", ".join(unknown) if unknown
+                   else "safe in every cell run")
+        sigkill = sigkill_answer(cells, rt).split(" (first:")[0]
+        loud = frameworks_losers.answer(loser[rt]) if rt in loser else "no race was run"
+        out.append(dict(zip(HEADLINE, (rt, releases.get(rt, "?"), verdict, sigkill, loud))))
+    return pd.DataFrame(out, columns=HEADLINE)

@@ -1,7 +1,7 @@
 """The fast unit layer (issue 16 §7): pure modules only, no process, no database, no run folder.
 
 Every test under ``tests/unit/`` gets the ``unit`` marker, so ``pytest -m unit`` (or ``pytest tests/unit``)
-runs the layer that mutmut runs against the pure modules (README, "For contributors").  The whole layer runs
+runs the layer that mutmut runs against the pure modules (docs/contributing.md, "For contributors").  The whole layer runs
 in well under a minute.
 """
 from __future__ import annotations
