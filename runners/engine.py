@@ -37,6 +37,7 @@ from runners.execute import pending, run_cells
 from runners.experiment import Cell, DriftlabError, Experiment, Options
 from runners.experiments import EXPERIMENTS, FAMILIES
 from runners.interrupt import raise_if_interrupted
+from runners import timings
 from runners.provenance import write_provenance
 from runners.workers import keep_from_workers
 from scenarios import scenario_files
@@ -236,16 +237,10 @@ def estimate_seconds(request: Request, cells: dict[str, list[Cell]], scale: floa
                for n, cs in cells.items() for c in cs)
 
 
-def _progress_line(k: int, name: str, cells: int, estimate: dict[str, float], order: tuple[str, ...],
-                   elapsed: float) -> str:
-    """``experiment k of N`` and the whole run's remaining time, the declared estimate scaled by how the
-    experiments finished so far compare with theirs."""
-    before = sum(estimate[n] for n in order[:k - 1])
-    remaining = sum(estimate[n] for n in order[k - 1:])
-    if before > 0 and elapsed > 1:
-        remaining *= elapsed / before
+def _progress_line(k: int, name: str, cells: int, order: tuple[str, ...], left: float) -> str:
+    """``experiment k of N`` and the whole run's remaining time (:func:`runners.timings.remaining`)."""
     what = f"{cells} cell(s) to run" if cells else "every cell already done"
-    return f"experiment {k} of {len(order)}: {name} ({what}); about {_duration(remaining)} left in all"
+    return f"experiment {k} of {len(order)}: {name} ({what}); about {_duration(left)} left in all"
 
 
 def _duration(seconds: float) -> str:
@@ -381,11 +376,17 @@ def run(request: Request) -> Path:
         say = (lambda msg: None) if request.quiet else (lambda msg: print(f"driftlab: {msg}", file=sys.stderr))
         say(f"run folder {run_dir}")
         done = {}
-        estimate = {n: estimate_seconds(request, {n: pending(run_dir, cells[n])}) for n in request.experiments}
-        started = time.perf_counter()
+        todo_of = {n: pending(run_dir, cells[n]) for n in request.experiments}
+        declared = {n: estimate_seconds(request, {n: todo_of[n]}) for n in request.experiments}
+        key = f"{request.profile}/j{request.jobs}"
+        known = timings.load()
+        per_cell = {n: known[f"{key}/{n}"] for n in request.experiments if f"{key}/{n}" in known}
+        measured: dict[str, float] = {}
         for k, name in enumerate(request.experiments, 1):
-            todo = pending(run_dir, cells[name])
-            say(_progress_line(k, name, len(todo), estimate, request.experiments, time.perf_counter() - started))
+            todo = todo_of[name]
+            left = timings.remaining(list(request.experiments[k - 1:]), {n: len(todo_of[n]) for n in todo_of},
+                                     declared, per_cell, measured)
+            say(_progress_line(k, name, len(todo), request.experiments, left))
             t0 = time.perf_counter()
             written = run_cells(EXPERIMENTS[name], cells[name], options, run_dir, request.jobs,
                                 progress=not request.quiet, executor=request.executor, scheduler=request.scheduler,
@@ -393,6 +394,9 @@ def run(request: Request) -> Path:
                                 timeout_s=time_limit(request, cells[name], EXPERIMENTS[name]))
             done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
                           "wall_seconds": round(time.perf_counter() - t0, 3)}
+            if todo:  # an experiment whose cells were all done says nothing about how long cells take
+                measured[name], declared[f"{name}@done"] = done[name]["wall_seconds"], declared[name]
+                timings.remember(key, name, done[name]["wall_seconds"], len(todo))
         raise_if_interrupted()  # a Ctrl-C swallowed after the last cell still stops before the report
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)
         write_provenance(run_dir, profile=request.profile, seed=request.seed, jobs=request.jobs, experiments=done,

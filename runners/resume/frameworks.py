@@ -22,7 +22,7 @@ from __future__ import annotations
 from mechanisms.resume.frameworks import declared
 from runners.experiment import Cell, CellOutput, Options, artifact
 from runners.resume import common as rc
-from runners.resume.concurrency import RACER_COUNTS, grid, race_cell
+from runners.resume.concurrency import grid, race_cell
 from runners.resume.faults import FaultCells
 
 REPETITIONS = {"quick": 1, "paper": 2}
@@ -106,7 +106,6 @@ class ResumeFrameworks(FaultCells):
         if not p["k"]:
             records, history = rc.run_fault_cell(self.name, p["runtime"], p["fault_cell"], cell.repetitions,
                                                  cell.seed, options, p["backend"])
-            rows = len(next(iter(records.values()), []))  # no racers in a fault cell: the race columns are 0
-            return CellOutput({**records, **{c: [0] * rows for c in RACER_COUNTS}}, history)
+            return CellOutput(records, history)
         return race_cell(self.name, p["runtime"], p["backend"], int(p["k"]), float(p["jitter_ms"]), cell.repetitions,
                          cell.seed, options, per_property=True, fault_cell="concurrent_resume")

@@ -1,0 +1,49 @@
+"""The progress line's estimate of the time left (runners/timings.py), per experiment.
+
+Bug classes named per test; the numbers are a run in which one experiment's declaration is 100x too small and
+another's 10x too large (as the quick profile's were before).
+"""
+from __future__ import annotations
+
+import pytest
+
+from runners import timings
+
+ORDER = ["a", "b", "c", "d"]
+DECLARED = {"a": 1.0, "b": 0.1, "c": 20.0, "d": 2.0}
+
+
+def test_remembered_seconds_per_cell_win_over_the_declaration():
+    """Bug class: an experiment measured before on this machine estimated from its (wrong) declaration."""
+    left = timings.remaining(ORDER, {"a": 2, "b": 4, "c": 0, "d": 1}, DECLARED, {"b": 2.5}, {})
+    assert left == pytest.approx(1.0 + 4 * 2.5 + 2.0)
+
+
+def test_one_badly_declared_experiment_does_not_scale_the_others():
+    """Bug class: one global factor (elapsed / declared so far): an experiment declared at 0.1 s that took 10 s
+    would multiply every later estimate by 100 (the "34 min left" before a 20 s experiment)."""
+    measured = {"a": 1.0, "b": 10.0, "x": 4.0}
+    declared = {**DECLARED, "a@done": 1.0, "b@done": 0.1, "x@done": 1.0}
+    left = timings.remaining(["c", "d"], {"c": 1, "d": 1}, declared, {}, measured)
+    # b (declared 0.1 s) sets no scale; a and x give ratios 1 and 4: their geometric mean 2, not 15 / 2.1
+    assert left == pytest.approx(20.0 * 2 + max(2.0 * 2, 4.0))
+
+
+def test_every_experiment_costs_at_least_what_a_typical_one_did():
+    """Bug class: an experiment declared at ~0 s (its fixed cost in no declaration) estimated as nothing."""
+    measured = {"a": 4.0, "b": 6.0}
+    declared = {"z": 0.0, "a@done": 4.0, "b@done": 6.0}
+    assert timings.remaining(["z"], {"z": 3}, declared, {}, measured) == pytest.approx(5.0)
+
+
+def test_done_experiments_add_nothing_and_remembering_averages(tmp_path, monkeypatch):
+    """Bug classes: an experiment with no pending cell still counted; a remembered time replaced by the newest
+    run alone (one loaded run would then mislead the next) or never updated."""
+    assert timings.remaining(["a"], {"a": 0}, DECLARED, {"a": 9.0}, {}) == 0
+    monkeypatch.setenv("DRIFTLAB_ENV_CACHE", str(tmp_path / "envs"))
+    timings.remember("quick/j2", "a", 10.0, 5)
+    timings.remember("quick/j2", "a", 20.0, 5)
+    timings.remember("quick/j2", "b", 1.0, 0)  # no cell ran: nothing learned
+    assert timings.load() == {"quick/j2/a": pytest.approx(0.5 * 4.0 + 0.5 * 2.0)}
+    (tmp_path / "timings.json").write_text("not json")
+    assert timings.load() == {}
