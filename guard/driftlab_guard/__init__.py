@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from driftlab_guard.claims import ClaimStore, GuardedSaver, PostgresClaims, RedisClaims, SqliteClaims, guard
 from driftlab_guard.effects import OnceLedger, current_task, fire_once, idempotency_key
 from driftlab_guard.errors import (ContractViolation, InvalidState, PinConflict, PinningError, PinsNotInherited,
                                ResumeRefused, StaleDecision)
@@ -31,6 +32,7 @@ __version__ = "0.1.0"
 __all__ = [
     # layer 1
     "GuardedSqliteSaver", "GuardedAsyncSqliteSaver", "GuardedPostgresSaver", "GuardedAsyncPostgresSaver", "guarded",
+    "guard", "GuardedSaver", "ClaimStore", "SqliteClaims", "PostgresClaims", "RedisClaims",
     "OnceLedger", "fire_once", "current_task", "idempotency_key", "StateSchema", "ResumeRefused", "InvalidState",
     # layer 2
     "Premise", "Revalidator", "Verdict", "Outcome", "KEEP", "REFRESH", "REPLAN", "BLOCK", "Source", "DictSource",

@@ -194,6 +194,8 @@ class ConsumeOnce(BaseCheckpointSaver[str]):
     """The decision and the checks every guarded saver shares; a saver adds ``dialect`` and one execute."""
 
     dialect: Dialect
+    #: the claim transaction also stores LangGraph's own resume write (the claim lives in the saver's database)
+    stores_resume_write = True
     guard_schema: StateSchema | None = None
     guard_resume: TypeAdapter[Any] | None = None
     guard_claimant: str = ""
@@ -259,7 +261,7 @@ class ConsumeOnce(BaseCheckpointSaver[str]):
         vtype, blob = self.serde.dumps_typed(plan.value)
         rows = [(thread, ns, iid, cp, self.guard_claimant, vtype, blob, time.time()) for iid in plan.ids]
         plain = not (isinstance(plan.value, dict) and set(plan.value) == set(plan.ids))
-        write = self._resume_write(thread, ns, cp, vtype, blob) if plain else None
+        write = self._resume_write(thread, ns, cp, vtype, blob) if plain and self.stores_resume_write else None
         if write is not None:
             self._guard_written[(thread, ns, cp)] = plan.value
         return claim(self.dialect, rows, write)
@@ -368,9 +370,9 @@ class SyncGuard(ConsumeOnce):
 
 
 class AsyncGuard(ConsumeOnce):
-    """The async saver methods: aget_tuple claims, aput and aput_writes check.  Needs ``_run`` as a coroutine."""
+    """The async saver methods: aget_tuple claims, aput and aput_writes check.  Needs the coroutine ``_arun``."""
 
-    async def _run(self, proc: Procedure) -> Any:
+    async def _arun(self, proc: Procedure) -> Any:
         raise NotImplementedError
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -383,8 +385,8 @@ class AsyncGuard(ConsumeOnce):
             self._guard_refuse(tup, plan, config)
         assert tup is not None  # only a refusal is planned without a checkpoint
         if plan.kind == "unparked":
-            self._guard_refuse_unparked(tup, plan, await self._run(self._guard_unparked(tup)))
-        result = await self._run(self._guard_procedure(tup, plan))
+            self._guard_refuse_unparked(tup, plan, await self._arun(self._guard_unparked(tup)))
+        result = await self._arun(self._guard_procedure(tup, plan))
         return self._guard_outcome(tup, plan, result)
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,

@@ -75,7 +75,7 @@ class GuardedAsyncPostgresSaver(AsyncGuard, AsyncPostgresSaver):
         async with self._cursor() as cur:
             await cur.execute(POSTGRES_CLAIMS_DDL)
 
-    async def _run(self, proc: Procedure) -> Any:
+    async def _arun(self, proc: Procedure) -> Any:
         async with self._cursor() as cur:
             async def execute(sql: str, params: Any) -> Any:
                 return await _afirst(await cur.execute(sql, params))

@@ -72,7 +72,7 @@ class GuardedAsyncSqliteSaver(AsyncGuard, AsyncSqliteSaver):
             await self.conn.execute(SQLITE_CLAIMS_DDL)
             await self.conn.commit()
 
-    async def _run(self, proc: Procedure) -> Any:
+    async def _arun(self, proc: Procedure) -> Any:
         async with self.lock:
             async def execute(sql: str, params: Any) -> Any:
                 if sql == SQLITE.begin and self.conn.in_transaction:
