@@ -108,7 +108,7 @@ def test_pip_install_guard_alone_and_the_readme_snippets_run(tmp_path):
             pytest.skip(f"no network and uv's cache cannot build the venv: {guard.stderr.strip().splitlines()[-1]}")
     assert guard.returncode == 0, guard.stderr
     snippets = re.findall(r"```python\n(.*?)```", (GUARD / "README.md").read_text(), re.S)
-    assert len(snippets) == 3  # one per layer
+    assert len(snippets) == 4  # one per layer, and layer 1 on any saver
     # one interpreter (LangGraph takes seconds to import): the probe, then each snippet in its own namespace
     script = ("import sys, driftlab_guard\n"
               f"lab = {sorted(LAB_PACKAGES)!r}\n"
