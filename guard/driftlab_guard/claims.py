@@ -52,6 +52,8 @@ class ClaimStore(Protocol):
 
     def run(self, proc: Procedure) -> Any: ...
 
+    def setup(self) -> None: ...
+
 
 class SqliteClaims:
     """Claims in a SQLite file of their own (not the saver's)."""
@@ -62,12 +64,19 @@ class SqliteClaims:
         self.conn = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = FULL")  # a claim that returned survives a power loss
-        self.conn.execute(CLAIMS_DDL.format(blob="BLOB", real="REAL", suffix=" WITHOUT ROWID"))
         self.lock = threading.Lock()
+        self.ready = False
 
     def run(self, proc: Procedure) -> Any:
         with self.lock:
+            if not self.ready:  # the table on first use, not at construction (the database may not exist yet)
+                self.setup()
             return drive(proc, lambda sql, params: self.conn.execute(sql, params or ()).fetchone(), "ROLLBACK")
+
+
+    def setup(self) -> None:
+        self.conn.execute(CLAIMS_DDL.format(blob="BLOB", real="REAL", suffix=" WITHOUT ROWID"))
+        self.ready = True
 
 
 class PostgresClaims:
@@ -83,8 +92,8 @@ class PostgresClaims:
         if not conn.autocommit:
             raise ValueError("PostgresClaims needs an autocommit connection (each claim opens its own transaction)")
         self.conn = conn
-        self.conn.execute(CLAIMS_DDL.format(blob="BYTEA", real="DOUBLE PRECISION", suffix=""))
         self.lock = threading.Lock()
+        self.ready = False
 
     def run(self, proc: Procedure) -> Any:
         def execute(sql: str, params: Any) -> Any:
@@ -92,7 +101,19 @@ class PostgresClaims:
             return None if cur.description is None else cur.fetchone()
 
         with self.lock:
+            if not self.ready:  # on first use: the schema may be created after the store is made
+                self.setup()
             return drive(proc, execute, "ROLLBACK")
+
+    def setup(self) -> None:
+        """The claims table.  Two first uses at once may both try to create it: the loser's error is no error."""
+        import psycopg
+
+        try:
+            self.conn.execute(CLAIMS_DDL.format(blob="BYTEA", real="DOUBLE PRECISION", suffix=""))
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+            pass  # CREATE TABLE IF NOT EXISTS is not atomic across sessions in PostgreSQL: the other one made it
+        self.ready = True
 
 
 # Redis: the claim procedure's requests, by statement, and the keys they touch.
@@ -127,6 +148,9 @@ class RedisClaims:
 
     def _key(self, thread: str, ns: str, iid: str) -> str:
         return f"{self.prefix}:claim:{thread}:{ns}:{iid}"
+
+    def setup(self) -> None:
+        """Nothing to create: a claim is a hash, an interrupt's claims a sorted set."""
 
     def _index(self, thread: str, ns: str) -> str:
         return f"{self.prefix}:claims:{thread}:{ns}"
@@ -192,6 +216,15 @@ class _Delegate(BaseCheckpointSaver[Any]):
     @property
     def config_specs(self) -> list[Any]:
         return list(self.saver.config_specs)
+
+    def setup(self) -> Any:
+        """The claim store's table, then the wrapped saver's own ``setup`` if it has one (a coroutine for an async
+        saver)."""
+        make = getattr(getattr(self, "claims", None), "setup", None)
+        if callable(make):
+            make()
+        own = getattr(self.saver, "setup", None)
+        return own() if callable(own) else None
 
 
 def _forward(name: str) -> Callable[..., Any]:

@@ -36,7 +36,8 @@ for _v in ("async-saver", "durability-sync", "durability-async", "durability-exi
     _cls = "".join(p.title() for p in _v.replace("-", "_").split("_"))
     REGISTRY[f"langgraph[{_v}]"] = _LG + "LangGraphRuntime" + _cls
     REGISTRY[f"langgraph+guard[{_v}]"] = _LG + "LangGraphGuardRuntime" + _cls
-DEFAULT_RUNTIMES = (*DEFAULT_RUNTIMES, "langgraph", "langgraph+guard")
+REGISTRY["langgraph+guard[any-saver]"] = _LG + "LangGraphGuardAnySaverRuntime"  # issue 26 §2: guard(saver, claims)
+DEFAULT_RUNTIMES = (*DEFAULT_RUNTIMES, "langgraph", "langgraph+guard", "langgraph+guard[any-saver]")
 
 # ---- LangGraph + REMIT (issue 14 §3): the paper authors' guard, remit-contract 0.1.2, cross-process gate on
 REGISTRY["langgraph+remit"] = "mechanisms.resume.langgraph_remit:LangGraphRemitRuntime"

@@ -36,6 +36,12 @@ about to start: with ``durability="sync"`` the interrupt node's checkpoint is
 durable there; with ``async``/``exit`` it may not be — that is LangGraph's
 semantics, measured as such).
 
+``langgraph+guard[any-saver]`` is the guard as a user of any other saver adopts
+it: LangGraph's stock saver wrapped by ``driftlab_guard.guard`` with the claims
+in a store of their own (a second SQLite file beside the checkpoints; on
+PostgreSQL another connection, so another transaction), the same schema and
+effect ledger.
+
 ``langgraph+guard`` is the same adapter on the guarded savers
 (the ``driftlab_guard`` package in ``guard/``, with schema validation) and its
 idempotent effect ledger (``driftlab_guard.OnceLedger``, in the
@@ -52,7 +58,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from driftlab_guard import InvalidState, OnceLedger, ResumeRefused, guarded
+from driftlab_guard import InvalidState, OnceLedger, PostgresClaims, ResumeRefused, SqliteClaims, guard, guarded
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -94,6 +100,7 @@ class LangGraphRuntime(DurableRuntime):
     saver_mode: ClassVar[str] = "sync"  # sync | async
     durability: ClassVar[str] = "async"  # LangGraph's default
     guarded: ClassVar[bool] = False
+    any_saver: ClassVar[bool] = False  # the guard as a wrapper of the stock saver, claims in a store of their own
 
     def __init__(self, backend: Backend, graph: GraphSpec, hooks: Hooks | None = None):
         super().__init__(backend, graph, hooks)
@@ -109,11 +116,11 @@ class LangGraphRuntime(DurableRuntime):
         stock = {("sqlite", "sync"): SqliteSaver, ("sqlite", "async"): AsyncSqliteSaver,
                  ("postgres", "sync"): PostgresSaver, ("postgres", "async"): AsyncPostgresSaver}[
             (self.backend.kind, self.saver_mode)]
-        return _pointed(guarded(stock) if self.guarded else stock)
+        return _pointed(guarded(stock) if self.guarded and not self.any_saver else stock)
 
     def _open_saver(self):
         cls = self._saver_class()
-        kwargs = {"schema": STATE_KINDS[self.state_kind]} if self.guarded else {}
+        kwargs = {"schema": STATE_KINDS[self.state_kind]} if self.guarded and not self.any_saver else {}
         ns = self.backend.namespace.lower()
         if self.backend.kind == "sqlite":
             path = str(Path(self.backend.location) / f"{ns}lg.sqlite")
@@ -140,7 +147,18 @@ class LangGraphRuntime(DurableRuntime):
             saver = cls(self._conn, **kwargs) if self._aloop is None else self._run(
                 self._construct(cls, self._conn, kwargs))
         saver.runtime_point = self._checkpoint_point
+        if self.any_saver:
+            return guard(saver, self._claims(ns), schema=STATE_KINDS[self.state_kind])
         return saver
+
+    def _claims(self, ns: str):
+        """The claim store of ``[any-saver]``: not the saver's database connection (module docstring)."""
+        if self.backend.kind == "sqlite":
+            return SqliteClaims(str(Path(self.backend.location) / f"{ns}claims.sqlite"))
+        import psycopg
+
+        return PostgresClaims(psycopg.connect(self.backend.location, autocommit=True,
+                                              options=f"-c search_path={ns}"))
 
     @staticmethod
     async def _construct(cls, conn, kwargs):
@@ -340,6 +358,13 @@ class LangGraphGuardRuntime(LangGraphRuntime):
     #: the guard's refusal (a second consumer of one interrupt); ``_invoke`` already returns it as a refused
     #: Status, and declaring it keeps it a refusal wherever else it escapes
     refusals = (ResumeRefused,)
+
+
+class LangGraphGuardAnySaverRuntime(LangGraphGuardRuntime):
+    """The guard wrapping LangGraph's stock saver, claims in a store of their own (``driftlab_guard.guard``)."""
+
+    name = "langgraph+guard[any-saver]"
+    any_saver = True
 
 
 def _variant(base: type, suffix: str, **attrs) -> type:
