@@ -40,6 +40,8 @@ QUESTIONS: dict[str, str] = {
                                "on a second resume, in a race?",
     "resume_frameworks_losers": "When k resumers race, what does each loser get: refused loudly, accepted inert, a "
                                 "failure, or the effect fired again?",
+    "resume_guards": "Which guard a LangGraph user can install holds what it claims, in the same fault and race "
+                     "cells, and what does adopting it take?",
     "resume_nemesis": "When the network partitions, a commit is cut, the store is slow, crashes or a client "
                       "pauses, does each runtime still resume exactly once?",
     "resume_hosts": "Do k racers on k hosts behave as k racers on one host?",

@@ -211,7 +211,7 @@ def paper_tally(sections: list[Section]) -> tuple[int, int, list[str]]:
 
 
 #: the order of the Findings' topics; a topic no artifact uses is left out, an unknown one comes last
-TOPICS = ("frameworks", "guards' cost", "nemesis", "power loss")
+TOPICS = ("frameworks", "guards", "guards' cost", "nemesis", "power loss")
 
 
 def render_findings(sections: list[Section]) -> str:

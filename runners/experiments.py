@@ -13,6 +13,7 @@ from runners.isolation.undeclared import IsolationUndeclared
 from runners.resume.concurrency import ResumeConcurrency
 from runners.resume.faults import ResumeFaults
 from runners.resume.frameworks import ResumeFrameworks
+from runners.resume.guards import ResumeGuards
 from runners.resume.independence import ResumeIndependence
 from runners.resume.overhead import ResumeOverhead
 from runners.resume.profile import ResumeProfile
@@ -43,6 +44,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     ResumeProfile(),
     ResumeOverhead(),
     ResumeFrameworks(),
+    ResumeGuards(),
     # one agent, three failure modes, the guard's layers (issue 15)
     AgentMatrix(),
     AgentOverhead(),

@@ -39,6 +39,10 @@ for _v in ("async-saver", "durability-sync", "durability-async", "durability-exi
 REGISTRY["langgraph+guard[any-saver]"] = _LG + "LangGraphGuardAnySaverRuntime"  # issue 26 §2: guard(saver, claims)
 DEFAULT_RUNTIMES = (*DEFAULT_RUNTIMES, "langgraph", "langgraph+guard", "langgraph+guard[any-saver]")
 
+# ---- LangGraph + the effect-ledger guards on the registry (issue 26 §4), judged in resume_guards
+REGISTRY["langgraph+resume-guard"] = "mechanisms.resume.effect_guards:LangGraphResumeGuardRuntime"
+REGISTRY["langgraph+agent-ledger"] = "mechanisms.resume.effect_guards:LangGraphAgentLedgerRuntime"
+
 # ---- LangGraph + REMIT (issue 14 §3): the paper authors' guard, remit-contract 0.1.2, cross-process gate on
 REGISTRY["langgraph+remit"] = "mechanisms.resume.langgraph_remit:LangGraphRemitRuntime"
 DEFAULT_RUNTIMES = (*DEFAULT_RUNTIMES, "langgraph+remit")

@@ -61,6 +61,9 @@ class LangGraphRemitRuntime(LangGraphRuntime):
     """Stock LangGraph on REMIT's wrapped saver, cross-process gate on (module docstring)."""
 
     name = "langgraph+remit"
+    #: the adoption, as REMIT's README shows it (resume_guards counts its lines)
+    adoption = ("import remit\n"
+                "saver = remit.wrap(SqliteSaver, conn, validator=validate, cross_process_gate=True)\n")
 
     def _open_saver(self):
         ns = self.backend.namespace.lower()

@@ -355,6 +355,9 @@ class LangGraphGuardRuntime(LangGraphRuntime):
     name = "langgraph+guard"
     guarded = True
     durability = "sync"
+    #: the adoption, as the guard's README shows it (resume_guards counts its lines)
+    adoption = ("from driftlab_guard import GuardedSqliteSaver\n"
+                "saver = GuardedSqliteSaver(conn, schema=State)  # instead of SqliteSaver(conn)\n")
     #: the guard's refusal (a second consumer of one interrupt); ``_invoke`` already returns it as a refused
     #: Status, and declaring it keeps it a refusal wherever else it escapes
     refusals = (ResumeRefused,)
@@ -365,6 +368,8 @@ class LangGraphGuardAnySaverRuntime(LangGraphGuardRuntime):
 
     name = "langgraph+guard[any-saver]"
     any_saver = True
+    adoption = ("from driftlab_guard import SqliteClaims, guard\n"
+                "saver = guard(saver, SqliteClaims('claims.db'), schema=State)  # wraps the saver you have\n")
 
 
 def _variant(base: type, suffix: str, **attrs) -> type:

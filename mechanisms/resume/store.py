@@ -164,6 +164,10 @@ def ledger_sql(backend: Backend) -> Sql:
     return Sql("postgres", backend.location, ns + "_ledger")
 
 
+#: the suffix of the schema a third-party guard keeps its own tables in (``resume_guards``), dropped with the cell
+GUARD_SCHEMA = "_guard"
+
+
 def drop_backend(backend: Backend) -> None:
     """Remove both stores of a backend (files, or the two PostgreSQL schemas)."""
     ns = _check_namespace(backend.namespace)
@@ -174,7 +178,7 @@ def drop_backend(backend: Backend) -> None:
         return
     sql = Sql("postgres", backend.location)
     try:
-        for schema in (ns, ns + "_ledger"):
+        for schema in (ns, ns + "_ledger", ns + GUARD_SCHEMA):
             sql.conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(schema)))
     finally:
         sql.close()

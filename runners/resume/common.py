@@ -164,7 +164,7 @@ def drop_orphan_schemas() -> list[str]:
         names = [n for (n,) in conn.execute("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)",
                                             (SCHEMA_PREFIX,))]
         for name in names:
-            if orphaned(SCHEMA_PREFIX, name.removesuffix("_ledger")):
+            if orphaned(SCHEMA_PREFIX, name.removesuffix("_ledger").removesuffix("_guard")):
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
                 dropped.append(name)
     return dropped
