@@ -125,7 +125,8 @@ def test_concurrent_resumers(backend, request):
 
 
 # ---------------------------------------------------------------------------------------------- every variant
-@pytest.mark.parametrize("name", sorted(n for n in REGISTRY if n.startswith("langgraph")))
+@pytest.mark.parametrize("name", sorted(n for n in REGISTRY if n.startswith("langgraph")
+                                        and "sqlite" in getattr(resolve(n, "resume"), "backends", ("sqlite",))))
 def test_every_variant_runs_the_graph(name, tmp_path):
     """Each registered variant (sync/async saver, every durability mode, TypedDict/dataclass/pydantic state) parks,
     resumes to the declared end state, forks by checkpoint id, and (guarded) refuses a second resume.

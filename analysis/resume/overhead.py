@@ -14,7 +14,8 @@ import pandas as pd
 from analysis.report import Finding, Section, row
 
 AIM = 1.3
-COLUMNS = ["runtime", "repetitions", "median_us", "ratio_to_naive", "operation", "backend", "ratio_to_stock"]
+COLUMNS = ["runtime", "repetitions", "median_us", "ratio_to_naive", "operation", "backend", "ratio_to_stock",
+           "ratio_min", "ratio_max"]
 STOCK, GUARD, REMIT = "langgraph", "langgraph+guard", "langgraph+remit"
 
 
@@ -57,12 +58,16 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
         out.append({"runtime": rt, "repetitions": len(g), "median_us": float(g["median_us"].median()),
                     "ratio_to_naive": 1.0 if rt == "naive" else (statistics.median(ratios) if ratios and rt == "sequencer"
                                                                  else float("nan")),
-                    "operation": "resume", "backend": "sqlite", "ratio_to_stock": float("nan")})
-    ratio = {(r.backend, r.operation, r.runtime): r.ratio for r in saver_ratios(records).itertuples()}
+                    "operation": "resume", "backend": "sqlite", "ratio_to_stock": float("nan"),
+                    "ratio_min": float("nan"), "ratio_max": float("nan")})
+    ratio = {(r.backend, r.operation, r.runtime): r for r in saver_ratios(records).itertuples()}
     for (backend, op, rt), g in _savers(records).groupby(["saver_backend", "operation", "runtime"], sort=True):
+        r = ratio.get((backend, op, rt))
         out.append({"runtime": rt, "repetitions": len(g), "median_us": float(g["median_us"].median()),
                     "ratio_to_naive": float("nan"), "operation": op, "backend": backend,
-                    "ratio_to_stock": 1.0 if rt == STOCK else ratio.get((backend, op, rt), float("nan"))})
+                    "ratio_to_stock": 1.0 if rt == STOCK else (r.ratio if r is not None else float("nan")),
+                    "ratio_min": 1.0 if rt == STOCK else (r.ratio_min if r is not None else float("nan")),
+                    "ratio_max": 1.0 if rt == STOCK else (r.ratio_max if r is not None else float("nan"))})
     return pd.DataFrame(out, columns=COLUMNS)
 
 
