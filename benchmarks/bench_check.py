@@ -13,6 +13,11 @@ size of its whole process tree (workers included) every 20 ms: both peaks
 go to ``extra_info`` beside the verdict's exit code.  (``wait4``'s CPU
 seconds include the workers, which the main process waits for.)
 
+The **floor** is timed in the same rounds, interleaved with the check: one
+process that only reads the file and parses every line with orjson (what any
+checker must at least do).  ``extra_info`` holds both and their ratio (issue
+28's aim: check at most 1.5x the floor), and ``main`` prints them.
+
 Run it into a run folder (the JSON lands at ``RUN/benchmarks/check.json``,
 as the other benchmarks' do)::
 
@@ -106,6 +111,16 @@ def run_check(path: Path, jobs: int) -> dict:
             "peak_rss_mb": usage.ru_maxrss / 1024, "peak_tree_pss_mb": peak[0] / 2**20}
 
 
+FLOOR = "import sys, orjson\nwith open(sys.argv[1], 'rb') as f:\n    for line in f:\n        orjson.loads(line)\n"
+
+
+def run_floor(path: Path) -> float:
+    """Wall seconds of one process that reads ``path`` and parses each line with orjson, nothing else."""
+    t0 = time.perf_counter()
+    subprocess.run([*PYTHON, "-c", FLOOR, str(path)], env=child_env(), check=True)
+    return time.perf_counter() - t0
+
+
 @pytest.fixture(scope="module")
 def history(tmp_path_factory) -> Path:
     return write_history(tmp_path_factory.mktemp("check") / "race.jsonl", OPERATIONS)
@@ -113,13 +128,20 @@ def history(tmp_path_factory) -> Path:
 
 def test_check_a_generated_race_history(benchmark, history):
     runs: list[dict] = []
-    benchmark.pedantic(lambda: runs.append(run_check(history, JOBS)), rounds=ROUNDS, iterations=1)
+    floors: list[float] = []
+
+    def one_round() -> None:
+        floors.append(run_floor(history))  # interleaved: the floor and the check see the same machine
+        runs.append(run_check(history, JOBS))
+
+    benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)
     assert all(r["exit_code"] == 1 for r in runs), runs  # the planted double commits: invalid, never a crash
     benchmark.extra_info.update(operations=OPERATIONS, jobs=JOBS or os.cpu_count(), file_mb=history.stat().st_size / 2**20,
                                 exit_code=runs[0]["exit_code"], cpu_s=[r["cpu_s"] for r in runs],
                                 peak_rss_mb=max(r["peak_rss_mb"] for r in runs),
                                 peak_tree_pss_mb=max(r["peak_tree_pss_mb"] for r in runs), machine_cores=os.cpu_count(),
-                                load_average=os.getloadavg())
+                                load_average=os.getloadavg(), check_s=[r["wall_s"] for r in runs], floor_s=floors,
+                                check_over_floor=min(r["wall_s"] for r in runs) / min(floors))
 
 
 def main() -> None:
