@@ -123,7 +123,12 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     notes = (f"The consume-once claim (one row per resume) and the write-ahead intent (one row and one update per "
              f"effect) measured against naive in the same pytest-benchmark session, interleaved per repetition "
              f"(per-repetition ratios: {', '.join(f'{r:.2f}' for r in ratios)}); {verdict} the aim of {AIM}x. "
-             "The paper publishes no latency for its gate.")
+             "The paper publishes no latency for its gate. Why this and `agent_overhead` give different ratios for "
+             "the guard: here the lab's resume graph (three nodes, one gated effect) on each saver, layer 1 only "
+             "(the guarded savers with schema validation) against the stock saver; there the refund agent (decide, "
+             "park, approve, act, notify with a subgraph) under each stack of the guard's three layers against "
+             "stock, with the effect ledger. Both time one checkpointed step and one resume in one "
+             "pytest-benchmark session, stacks interleaved per repetition; the denominators are different graphs.")
     sr = saver_ratios(records)
     for r in sr.itertuples():
         rows.append(row(f"{r.runtime} / stock LangGraph saver, one {r.operation} on {r.backend} (median of "
