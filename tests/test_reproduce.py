@@ -85,7 +85,7 @@ def test_same_seed_same_records(tmp_path):
 
 
 def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
-    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "300", "--jobs", "2", "--seed", "11", "--quiet"]
+    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "100", "--jobs", "2", "--seed", "11", "--quiet"]
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-m", "runners.cli", *args, "--out", str(killed)], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -105,7 +105,7 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
     assert whole.returncode == 0, whole.stderr
 
     got = load_records(killed, "revalidation_outcomes")
-    assert len(got) == 420 * 300 and not got.duplicated(["cell", "repetition"]).any()
+    assert len(got) == 420 * 100 and not got.duplicated(["cell", "repetition"]).any()
     assert not list(records.glob(".*"))
     pd.testing.assert_frame_equal(untimed(got), untimed(load_records(tmp_path / "whole", "revalidation_outcomes")))
     for table in ("revalidation_outcomes.csv",):
@@ -113,7 +113,7 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
 
 
 def test_ctrl_c_keeps_finished_cells_and_says_how_to_go_on(tmp_path):
-    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "300", "--jobs", "2", "--quiet",
+    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "100", "--jobs", "2", "--quiet",
             "--out", str(tmp_path / "run")]
     proc = subprocess.Popen([sys.executable, "-m", "runners.cli", *args], cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -129,7 +129,7 @@ def test_ctrl_c_keeps_finished_cells_and_says_how_to_go_on(tmp_path):
     again = driftlab(*args)
     assert again.returncode == 0, again.stderr
     got = load_records(tmp_path / "run", "revalidation_outcomes")
-    assert len(got) == 420 * 300 and not got.duplicated(["cell", "repetition"]).any()
+    assert len(got) == 420 * 100 and not got.duplicated(["cell", "repetition"]).any()
 
 
 def test_a_finished_run_is_not_run_again_and_a_different_run_is_refused(tmp_path):
