@@ -1,0 +1,473 @@
+"""``resume_nemesis``: resumers on separate hosts, and faults on the wire and in the store (issue 25).
+
+Per cell (runtime x fault x k): k hosts (network namespaces, veth links;
+``runners/resume/hosts.py``), a private PostgreSQL 15 cluster listening on the
+links (``runners/resume/pgcluster.py``), and, for the wire faults, the lab's
+protocol-aware proxy in front of the victim (``runners/resume/nemesis_proxy.py``).
+The driver (this process, over the cluster's Unix socket) starts a run that
+parks at its approval; then the schedule of ``faults/resume/nemesis.py``
+plays: the victim (host 0) resumes and stops at its point, the fault lands,
+the others resume, the fault heals, indeterminate callers re-send once, and
+one recovery runs if the run is not done.  Every resume and recovery is its
+own process, forked here and moved into its host's namespace (``setns``)
+before it opens a connection: it reaches the store only over its link.
+
+A call whose client lost its connection (psycopg's ``OperationalError`` of
+class 08/57, or a framework that reports it as a failed call) is recorded
+**indeterminate**: its client could not learn whether it landed.  The
+history (calls, then the stores read by the driver) is judged by the
+family's checkers (``analysis/resume/checkers.py``: unknown where the
+evidence cannot decide); the record adds what the schedule saw: the fault's
+own evidence (the postmaster's pid and its crash recovery, the statement the
+proxy cut and what the server answered to it, how long the link was down),
+whether the run was stuck before the recovery, and the gated effect's count.
+
+A failure of the lab (a namespace, the cluster, the proxy, a resumer that
+neither answers nor is blocked by the fault) is a ``DriftlabError``: never a
+result.  Clean-up: each cell removes its hosts, proxy and cluster in
+``finally``; a run killed by SIGKILL (or Ctrl-C, whose workers are SIGKILLed)
+leaves them to the next run's :meth:`ResumeNemesis.check` (and this run's exit),
+which removes what belongs to processes that are gone and names it in one line.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import signal
+import time
+import uuid
+from pathlib import Path
+
+from faults.resume.nemesis import FAULTS, SUBJECTS, claim, fault
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact
+from runners.processes import fork_start, read_line
+from runners.resume import hosts as hostlib
+from runners.resume import pgcluster
+from runners.resume.cells import Recorder, setup_backend
+from runners.resume.nemesis_proxy import serve_child
+from runners.resume.procs import build
+from vocabulary import History
+from vocabulary.resume import CHECKPOINT, DEFAULT_GRAPH, DONE, EFFECT, FAILED, PARKED, REFUSED, STORES_READ, TRACE, \
+    Backend, GraphSpec, Status
+
+CALL_S = 60.0  # a resumer that neither answers nor is held by the fault in this time is a failure of the lab
+OTHERS_S = 6.0  # how long the others get while the fault holds (a resumer blocked longer is recorded "blocked")
+PROXY_PORT_OFFSET = 1
+VALUE = "approved"
+QUICK_SUBJECTS = ("langgraph+guard", "langgraph")
+#: a framework that reports a lost connection as a failed call (LangGraph's adapters do): the call's reason
+LOST = re.compile(r"OperationalError|server closed the connection|connection (is )?(lost|closed|broken)|"
+                  r"terminating connection|consuming input failed|could not receive data", re.I)
+
+
+def requirements() -> str:
+    return hostlib.requirements() or pgcluster.requirements()
+
+
+def sweep() -> list[str]:
+    """Remove every leftover of a run that is gone (hosts, links, clusters); one line each."""
+    out = [f"removed {item}" for item in hostlib.sweep()]
+    out += [f"stopped and removed the private cluster {f}" for f in pgcluster.sweep()]
+    return out
+
+
+def _say_swept() -> None:
+    gone = sweep()
+    if gone:
+        print("resume_nemesis: " + "; ".join(gone) + " (left by a run that was killed)", flush=True)
+
+
+# ------------------------------------------------------------------------------------------- the resumer process
+class _PauseAt:
+    """The resumer's hook: at the fault's point, say so on the pipe and wait for the parent's go."""
+
+    def __init__(self, op: str, pause, wfd: int, rfd: int):
+        self.op, self.pause, self.wfd, self.rfd = op, tuple(pause) if pause else None, wfd, rfd
+
+    def point(self, name: str, run_id: str, step: int, node: str) -> None:
+        if self.pause is not None and (name, node) == self.pause:
+            self.pause = None
+            os.write(self.wfd, (json.dumps({"at": name, "t": time.time()}) + "\n").encode())
+            read_line(self.rfd, CALL_S * 3)
+
+
+def _resumer(netns: str, runtime: str, backend: dict, graph: dict, call: str, run: str, label: str, pause,
+             wfd: int, rfd: int) -> None:
+    """One call from one host (forked child): enter the host, build the runtime, call, answer on ``wfd``."""
+    from runners.plugins import describe, is_store_fault, refusals_of
+
+    hostlib.enter(netns)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, f"dlnem-{netns[-2:]}".encode(), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    answer: dict = {"pid": os.getpid()}
+    start = time.time()
+    try:
+        rt = build(runtime, Backend(**backend), GraphSpec.from_dict(graph), _PauseAt(label, pause, wfd, rfd))
+        start = time.time()
+        st = rt.resume(run, VALUE) if call == "resume" else rt.recover(run)
+        answer["status"] = st.to_dict()
+        if st.state == FAILED and LOST.search(st.reason or ""):
+            answer["indeterminate"] = st.reason
+    except Exception as exc:  # noqa: BLE001 - sorted below: a refusal, a lost connection, or the lab's failure
+        rt_cls = None
+        try:
+            from mechanisms import resolve
+
+            rt_cls = resolve(runtime, "resume")
+        except Exception:  # noqa: BLE001
+            pass
+        if rt_cls is not None and isinstance(exc, refusals_of(rt_cls)):
+            answer["status"] = Status(run, REFUSED, reason=describe(exc)).to_dict()
+        elif is_store_fault(exc) or LOST.search(describe(exc)):
+            answer["indeterminate"] = describe(exc)
+        else:
+            answer["error"] = describe(exc)
+    answer.update(start=start, end=time.time())
+    os.write(wfd, (json.dumps(answer, default=str) + "\n").encode())
+
+
+class _Call:
+    """A resumer process as the parent sees it: its pipes, what it said, when."""
+
+    def __init__(self, netns: str, runtime: str, backend: Backend, graph: GraphSpec, call: str, run: str,
+                 label: str, pause=None):
+        self.label, self.call = label, call
+        r1, self.w = os.pipe()  # parent -> child: go
+        self.r, w2 = os.pipe()  # child -> parent: at / answer
+        self.pid = fork_start(_resumer, (netns, runtime, backend.to_dict(), graph.to_dict(), call, run, label, pause,
+                                         w2, r1))
+        os.close(r1)
+        os.close(w2)
+        self.at: dict | None = None
+        self.answer: dict | None = None
+        self.started = time.time()
+
+    def wait_at(self, timeout: float) -> dict | None:
+        line = read_line(self.r, timeout)
+        if not line.endswith(b"\n"):
+            return None
+        msg = json.loads(line)
+        if "at" in msg:
+            self.at = msg
+            return msg
+        self.answer = msg  # it answered without reaching its point
+        return None
+
+    def go(self) -> None:
+        try:
+            os.write(self.w, b"go\n")
+        except OSError:
+            pass
+
+    def result(self, timeout: float) -> dict | None:
+        if self.answer is None:
+            line = read_line(self.r, timeout)
+            if line.endswith(b"\n"):
+                self.answer = json.loads(line)
+        return self.answer
+
+    def close(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        for fd in (self.r, self.w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class _ProxyProc:
+    """The proxy process in front of one host (``runners/resume/nemesis_proxy.py``)."""
+
+    def __init__(self, listen: tuple[str, int], upstream: str, mode: str, trigger: str, at: str, delay_ms: float):
+        self.r, w = os.pipe()
+        self.pid = fork_start(serve_child, (listen, upstream, mode, trigger, at, delay_ms, w, 600.0))
+        os.close(w)
+        up = read_line(self.r, 10)
+        if up != b"up\n":
+            self.close()
+            raise DriftlabError(f"resume_nemesis: the proxy on {listen[0]}:{listen[1]} did not start ({up!r})")
+
+    def events(self, timeout: float) -> list[dict]:
+        out = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = read_line(self.r, max(0.0, min(0.2, deadline - time.monotonic())))
+            if line.endswith(b"\n"):
+                out.append(json.loads(line))
+                if "cut" in out[-1]:
+                    break
+            elif not line.endswith(b"T"):
+                break
+        return out
+
+    def close(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        try:
+            os.close(self.r)
+        except OSError:
+            pass
+
+
+# ------------------------------------------------------------------------------------------------- one cell
+def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int) -> tuple[dict, History]:
+    """One nemesis cell (module docstring): the record and the history."""
+    f = fault(fault_name)
+    graph = DEFAULT_GRAPH
+    gated = graph.task(graph.names.index(graph.gated_node))
+    run = f"nem-{fault_name}"
+    rec = Recorder(graph, {"experiment": "resume_nemesis", "runtime": runtime, "fault": fault_name, "k": k,
+                           "backend": "postgres"})
+    rec.runs = [run]
+    evidence: list[str] = []
+    calls: list[_Call] = []
+    proxy = None
+    with hostlib.Hosts(k) as hs, pgcluster.Cluster(scratch, [h.store_addr for h in hs.hosts], uuid.uuid4().hex[:6]) as pg:
+        ns = "nem"
+        local = Backend("postgres", pg.dsn(), ns)
+
+        def at_host(i: int, port: int | None = None) -> Backend:
+            dsn = pg.dsn(hs[i].store_addr)
+            if port:
+                dsn = dsn.replace(f"port={pg.port}", f"port={port}")
+            return Backend("postgres", dsn, ns)
+
+        try:
+            setup_backend(runtime, local, graph)
+            driver = build(runtime, local, graph)
+            t0 = time.time()
+            try:
+                st = driver.start(run, "order-1")
+            finally:
+                driver.close()
+            rec.add("driver", "start", "ok" if st.state == PARKED else "fail", t0, time.time(),
+                    {"run": run, "op": f"{run}/start", "state": st.state, "group": run})
+            if st.state != PARKED:
+                raise DriftlabError(f"resume_nemesis: {runtime}: the run did not park before the fault ({st.state})")
+            victim_backend = at_host(0)
+            if f.proxy:
+                port = pg.port + PROXY_PORT_OFFSET
+                c = claim(runtime)
+                proxy = _ProxyProc((hs[0].store_addr, port), str(pg.folder / f".s.PGSQL.{pg.port}"),
+                                   f.proxy, c.pattern, c.at, f.delay_ms)
+                victim_backend = at_host(0, port)
+                evidence.append(f"victim dials the proxy at {hs[0].store_addr}:{port}")
+
+            def launch(i: int, call: str = "resume", pause=None, backend: Backend | None = None) -> _Call:
+                c = _Call(hs[i].netns, runtime, backend or at_host(i), graph, call, run,
+                          f"{run}/{call}@h{i}#{len(calls) + 1}", pause)
+                calls.append(c)
+                return c
+
+            # 1. the victim resumes (and stops at its point, if the fault has one)
+            victim = launch(0, pause=f.pause, backend=victim_backend)
+            if f.pause and victim.wait_at(CALL_S) is None and victim.answer is None:
+                raise DriftlabError(f"resume_nemesis: {runtime}: the victim neither reached {f.pause[0]} nor answered")
+            if f.pause and victim.at is None:
+                evidence.append(f"the victim answered before its point ({(victim.answer or {}).get('status', {}).get('state')})")
+            # 2. the fault lands
+            healed_at = None
+            if f.name == "partition" and victim.at:
+                hs.down(0)
+                evidence.append(f"link {hs[0].link} down at the victim's {f.pause[0]}")
+            elif f.name == "store_crash" and victim.at:
+                pid = pg.crash()
+                pg.restart()
+                evidence.append(f"postmaster {pid} SIGKILLed at the victim's {f.pause[0]}; restarted"
+                                + (" with crash recovery" if pg.recovered() else ""))
+            elif f.name == "client_paused" and victim.at:
+                os.kill(victim.pid, signal.SIGSTOP)
+                evidence.append(f"victim pid {victim.pid} SIGSTOPped at {f.pause[0]}")
+            elif f.proxy == "cut":
+                victim.result(CALL_S)
+                events = proxy.events(DRAIN_WAIT_S)
+                cuts = [e for e in events if "cut" in e]
+                if cuts:
+                    said = ", ".join(cuts[0]["server_said"]) or "nothing before the drain ended"
+                    evidence.append(f"proxy cut the victim after it sent {_short(cuts[0]['cut'])} and its commit; "
+                                    f"the server answered {said}, which the victim never saw")
+                else:
+                    evidence.append("the proxy saw no claim statement from the victim: nothing was cut")
+            elif f.proxy == "slow":
+                time.sleep(f.stagger_s)
+            # 3. the others resume
+            others = [launch(i) for i in range(1, k)]
+            blocked = []
+            deadline = time.monotonic() + OTHERS_S
+            for o in others:
+                if o.result(max(0.0, deadline - time.monotonic())) is None:
+                    blocked.append(o)
+            # 4. the fault heals; the victim goes on
+            if f.name == "partition" and victim.at:
+                time.sleep(max(0.0, f.heal_s - (time.time() - victim.at["t"])))
+                hs.up(0)
+                healed_at = time.time()
+                evidence.append(f"healed after {healed_at - victim.at['t']:.1f} s")
+            elif f.name == "client_paused" and victim.at:
+                time.sleep(max(0.0, f.heal_s - (time.time() - victim.at["t"])))
+                os.kill(victim.pid, signal.SIGCONT)
+                healed_at = time.time()
+                evidence.append(f"SIGCONT after {healed_at - victim.at['t']:.1f} s")
+            if victim.at:
+                victim.go()
+            for c in [victim, *others]:
+                if c.result(CALL_S) is None:
+                    raise DriftlabError(f"resume_nemesis: {runtime}: {c.label} gave no answer in {CALL_S:g} s")
+            if blocked:
+                evidence.append(f"{len(blocked)} other(s) blocked until the fault healed")
+            # 5. indeterminate callers re-send once, from a fresh process on the same host
+            for c in [victim, *others]:
+                if "indeterminate" in c.answer:
+                    i = int(c.label.rsplit("@h", 1)[1].split("#")[0])
+                    retry = launch(i)
+                    if retry.result(CALL_S) is None:
+                        raise DriftlabError(f"resume_nemesis: {runtime}: the retry {retry.label} gave no answer")
+            # 6. the documented recovery if the run is not done
+            state_before = _state(runtime, local, graph, pg, run)
+            stuck = state_before != DONE
+            if stuck:
+                rec_call = launch(0, "recover")
+                if rec_call.result(CALL_S) is None:
+                    raise DriftlabError(f"resume_nemesis: {runtime}: the recovery gave no answer")
+            for c in calls:
+                _record(rec, c, run)
+            errors = [c for c in calls if "error" in c.answer]
+            if errors:
+                raise DriftlabError(f"resume_nemesis: {runtime}: {errors[0].label} raised {errors[0].answer['error']}"
+                                    " (the runtime's own code failed: never an outcome)")
+            history = _finish(rec, runtime, local, graph, run, pg)
+        finally:
+            for c in calls:
+                c.close()
+            if proxy is not None:
+                proxy.close()
+    from analysis.resume.checkers import check_all
+
+    results = check_all(history)
+    effects = sum(1 for op in history.operations if op.name == EFFECT and op.value.get("task") == gated)
+    calls_said = "; ".join(_said(c) for c in calls)
+    record = {"effects_fired": effects, "stuck_before_recovery": stuck, "state_before_recovery": state_before,
+              "indeterminate": sum(1 for c in calls if "indeterminate" in c.answer),
+              "refused": sum(1 for c in calls if c.answer.get("status", {}).get("state") == REFUSED),
+              "served": sum(1 for c in calls if c.answer.get("status", {}).get("state") in (PARKED, DONE)),
+              "evidence": "; ".join(evidence) or "-", "calls": calls_said, "processes": len(calls) + 1,
+              "crashes": pg.crashes}
+    rows = []
+    for prop, r in results.items():
+        rows.append({**record, "property": prop, "verdict": r.verdict.value,
+                     "witness": r.witnesses[0].explanation if r.witnesses else ""})
+    return rows, history
+
+
+DRAIN_WAIT_S = 12.0
+
+
+def _short(sql: str) -> str:
+    return " ".join(sql.split())[:60] + ("..." if len(" ".join(sql.split())) > 60 else "")
+
+
+def _said(c: _Call) -> str:
+    a = c.answer or {}
+    if "indeterminate" in a:
+        return f"{c.label}: indeterminate ({a['indeterminate'][:80]})"
+    if "status" in a:
+        s = a["status"]
+        return f"{c.label}: {s['state']}" + (f" ({s['reason'][:80]})" if s.get("reason") else "")
+    return f"{c.label}: {a.get('error', 'no answer')}"
+
+
+def _record(rec: Recorder, c: _Call, run: str) -> None:
+    a = c.answer or {}
+    value = {"run": run, "op": c.label, "group": run, "pid": a.get("pid")}
+    if c.call == "resume":
+        value["resume"] = VALUE
+    if "indeterminate" in a:
+        rec.add(c.label.split("/")[1].split("#")[0], c.call, "indeterminate", a.get("start"), None,
+                {**value, "note": a["indeterminate"]})
+        return
+    s = a.get("status") or {}
+    rec.add(c.label.split("/")[1].split("#")[0], c.call, "ok" if s.get("state") in (PARKED, DONE) else "fail",
+            a.get("start"), a.get("end"), {**value, "state": s.get("state"), "reason": s.get("reason", ""),
+                                           "head": s.get("checkpoint")})
+
+
+def _fresh(local: Backend, pg) -> Backend:
+    """The driver's backend with a DSN of its own after each crash (a connection cached before it is dead)."""
+    return Backend(local.kind, local.location + f" application_name=dlnem-driver-{pg.crashes}", local.namespace)
+
+
+def _state(runtime: str, local: Backend, graph: GraphSpec, pg, run: str) -> str:
+    rt = build(runtime, _fresh(local, pg), graph)
+    try:
+        return rt.state(run).state
+    finally:
+        rt.close()
+
+
+def _finish(rec: Recorder, runtime: str, local: Backend, graph: GraphSpec, run: str, pg) -> History:
+    rt = build(runtime, _fresh(local, pg), graph)
+    try:
+        now = time.time()
+        for cp in rt.checkpoints(run):
+            rec.add("store", CHECKPOINT, "ok", now, now, cp.to_dict())
+        for e in rt.ledger.effects(run):
+            rec.add("ledger", EFFECT, "ok", e.at, e.at, e.to_dict())
+        for t in rt.ledger.traces(run):
+            rec.add("ledger", TRACE, "ok", t.at, t.at, t.to_dict())
+        rec.meta[STORES_READ] = True
+    finally:
+        rt.close()
+    return rec.history()
+
+
+# --------------------------------------------------------------------------------------------- the experiment
+class ResumeNemesis(Experiment):
+    name = "resume_nemesis"
+    family = "resume"
+    description = "the nemesis: resumers on k hosts (netns), partition, cut at commit, slow store, store crash, pause"
+    artifacts = (artifact("resume_nemesis", findings=True),)
+    seconds_per_execution = 4.0
+    parallel = True
+
+    def check(self, options: Options) -> None:
+        missing = requirements()
+        if missing:
+            raise DriftlabError(f"resume_nemesis needs network namespaces and a private PostgreSQL: {missing}")
+        _say_swept()
+        atexit.register(_say_swept)  # workers SIGKILLed by Ctrl-C leave theirs: removed when this process exits
+        for rt in options.mechanisms_for("resume") or ():
+            claim(rt)
+
+    def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
+        subjects = options.mechanisms_for("resume") or (QUICK_SUBJECTS if profile == "quick" else SUBJECTS)
+        ks = (2,) if profile == "quick" else (2, 4, 8)
+        return [Cell(self.name, (("runtime", rt), ("fault", f.name), ("k", k)), 1, seed)
+                for rt in subjects for k in ks for f in FAULTS]
+
+    def run_cell(self, cell: Cell, options: Options) -> CellOutput:
+        p = cell.p
+        scratch = Path(options.run_dir or "/tmp") / "scratch"
+        scratch.mkdir(parents=True, exist_ok=True)
+        try:
+            rows, history = run_one(p["runtime"], p["fault"], int(p["k"]), scratch, cell.seed)
+        except (hostlib.HostsError, pgcluster.ClusterError) as exc:
+            raise DriftlabError(f"resume_nemesis: the lab's set-up failed: {exc}") from None
+        return CellOutput({k: [r[k] for r in rows] for k in rows[0]}, history)
+

@@ -1,0 +1,226 @@
+"""A private PostgreSQL 15 cluster the lab starts itself, so that it may break it (issue 25, ``resume_nemesis``).
+
+The machine's shared PostgreSQL (127.0.0.1:5432) is never a target: every
+fault of the nemesis lands on a cluster made here, per cell, from the
+machine's own PostgreSQL 15 binaries (``initdb``, ``pg_ctl``; run as the
+``postgres`` system user, since they refuse root).  Its data folder is in the
+run's scratch folder and is named ``dlnem-pg-<owner pid>-<tag>``; it keeps
+PostgreSQL's stock durability (``fsync = on``, ``synchronous_commit = on``).
+It listens on the store-side addresses of the hosts' links (TCP, ``trust``
+for the lab's 10.213.0.0/16 only) and on a Unix socket in its own folder
+(what the lab's driver and the proxies use, so a partition never cuts the
+lab's own view of the store).
+
+``initdb`` runs once per process into a template folder; each cell copies the
+template (a few milliseconds) and starts it.  :meth:`Cluster.crash` is the
+store-crash fault: SIGKILL of the postmaster (its backends notice and exit),
+and :meth:`Cluster.restart` starts it again on the same folder, so
+PostgreSQL replays its WAL (crash recovery) before it accepts connections.
+
+:func:`leftovers` finds postmasters of this lab's folders whose owner is gone
+(a run that was SIGKILLed); :func:`sweep` stops them.
+"""
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+BIN = Path("/usr/lib/postgresql/15/bin")
+PREFIX = "dlnem-pg-"
+USER = "postgres"
+START_S = 30.0
+
+
+class ClusterError(Exception):
+    """The lab's private cluster could not be made, started or stopped (a failure of the lab, never a result)."""
+
+
+def requirements() -> str:
+    """'' when a private cluster can be made here, else the one-line reason."""
+    if not (BIN / "initdb").exists():
+        return f"PostgreSQL 15's initdb is not at {BIN}"
+    try:
+        pwd.getpwnam(USER)
+    except KeyError:
+        return f"no {USER!r} system user to run initdb and pg_ctl as"
+    return ""
+
+
+def _as_postgres(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["runuser", "-u", USER, "--", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd="/")
+    if proc.returncode != 0:
+        raise ClusterError(f"{Path(args[0]).name}: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    return proc
+
+
+def _chown(path: Path) -> None:
+    u = pwd.getpwnam(USER)
+    for root, dirs, files in os.walk(path):
+        os.chown(root, u.pw_uid, u.pw_gid)
+        for f in files:
+            os.chown(os.path.join(root, f), u.pw_uid, u.pw_gid)
+
+
+_TEMPLATE: dict[int, Path] = {}
+
+
+def template(scratch: Path) -> Path:
+    """This process's initdb'd folder (made once): stock settings, trust for the lab's link range only."""
+    if os.getpid() in _TEMPLATE and _TEMPLATE[os.getpid()].exists():
+        return _TEMPLATE[os.getpid()]
+    folder = scratch / f"{PREFIX}{os.getpid()}-template"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    _chown(folder)
+    for parent in folder.parents:  # the postgres user must reach the folder
+        if parent == Path("/"):
+            break
+        mode = parent.stat().st_mode
+        if not mode & 0o001:
+            raise ClusterError(f"the postgres user cannot enter {parent} (the run's scratch folder's parent)")
+    _as_postgres(str(BIN / "initdb"), "-D", str(folder), "-U", USER, "--auth-local=trust", "--auth-host=reject",
+                 "-E", "UTF8", "--locale=C", "--no-instructions")
+    with open(folder / "pg_hba.conf", "w") as f:
+        f.write("local all all trust\nhost all all 10.213.0.0/16 trust\n")
+    _TEMPLATE[os.getpid()] = folder
+    return folder
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """One private cluster (module docstring).  Use as a context manager; ``close`` stops it and removes its folder."""
+
+    def __init__(self, scratch: Path, listen: list[str], tag: str):
+        self.folder = scratch / f"{PREFIX}{os.getpid()}-{tag}"
+        shutil.rmtree(self.folder, ignore_errors=True)
+        shutil.copytree(template(scratch), self.folder)
+        _chown(self.folder)
+        os.chmod(self.folder, 0o700)
+        self.port, self.listen = _free_port(), listen
+        self.crashes = 0
+        self.start()
+
+    @property
+    def options(self) -> str:
+        return (f"-c listen_addresses={','.join(self.listen)} -p {self.port} -k {self.folder} -c fsync=on "
+                f"-c synchronous_commit=on -c max_connections=60 -c shared_buffers=16MB")
+
+    def dsn(self, host: str | None = None) -> str:
+        """A DSN to this cluster: over TCP to ``host`` (a link address or a proxy's), or its Unix socket."""
+        where = f"host={host} port={self.port}" if host else f"host={self.folder} port={self.port}"
+        return f"{where} user={USER} dbname=postgres sslmode=disable connect_timeout=10"
+
+    def start(self) -> None:
+        deadline = time.monotonic() + START_S
+        while True:  # after a crash the killed backends may hold the old shared memory for a moment
+            try:
+                _as_postgres(str(BIN / "pg_ctl"), "-D", str(self.folder), "-l", str(self.folder / "log"), "-w",
+                             "-t", "30", "-o", self.options, "start")
+                return
+            except ClusterError as exc:
+                if time.monotonic() > deadline:
+                    tail = (self.folder / "log").read_text(errors="replace").splitlines()[-2:]
+                    raise ClusterError(f"the private cluster did not start: {exc} {tail}") from None
+                time.sleep(0.2)
+
+    def postmaster(self) -> int:
+        return int((self.folder / "postmaster.pid").read_text().split()[0])
+
+    def crash(self) -> int:
+        """The store-crash fault: SIGKILL the postmaster; wait until it and its backends are gone.  Its pid."""
+        pid = self.postmaster()
+        os.kill(pid, signal.SIGKILL)
+        self.crashes += 1
+        deadline = time.monotonic() + START_S
+        while _postgres_of(self.folder) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return pid
+
+    def restart(self) -> None:
+        """Start again on the same folder: PostgreSQL runs crash recovery before it accepts connections."""
+        self.start()
+
+    def recovered(self) -> bool:
+        """The server log says it recovered from a crash (read after :meth:`restart`)."""
+        log = (self.folder / "log").read_text(errors="replace")
+        return "database system was interrupted" in log or "was not properly shut down" in log
+
+    def close(self) -> None:
+        if (self.folder / "postmaster.pid").exists():
+            try:
+                _as_postgres(str(BIN / "pg_ctl"), "-D", str(self.folder), "-m", "immediate", "-w", "stop", timeout=30)
+            except (ClusterError, subprocess.SubprocessError):
+                _kill_folder(self.folder)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _postgres_of(folder: Path | None) -> list[tuple[int, str]]:
+    """(pid, data folder) of every postgres process of this lab's folders (``folder`` only, if given)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        text = " ".join(c.decode(errors="replace") for c in cmd)
+        m = re.search(rf"(\S*{PREFIX}\d+-\w+)", text + " " + cwd)
+        if m and "postgres" in text and (folder is None or m.group(1).startswith(str(folder))):
+            out.append((int(entry.name), m.group(1)))
+    return out
+
+
+def _kill_folder(folder: Path) -> None:
+    for pid, _ in _postgres_of(folder):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _owner_alive(folder: str) -> bool:
+    m = re.search(rf"{PREFIX}(\d+)-", folder)
+    if not m:
+        return True
+    try:
+        os.kill(int(m.group(1)), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def leftovers() -> list[str]:
+    """Data folders of running postmasters of this lab whose owner process is gone."""
+    return sorted({f for _, f in _postgres_of(None) if not _owner_alive(f)})
+
+
+def sweep() -> list[str]:
+    """SIGKILL the postgres processes of :func:`leftovers` and remove their folders; what was removed."""
+    gone = leftovers()
+    for folder in gone:
+        _kill_folder(Path(folder))
+        shutil.rmtree(folder, ignore_errors=True)
+    return gone
