@@ -94,7 +94,9 @@ def _run(request) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from runners.engine import select
 
-    return _run(_request(args, select(args.only)))
+    request = _request(args, select(args.only))
+    request.options.only = args.only
+    return _run(request)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -64,6 +64,9 @@ class Options:
     backend: str = "sqlite"  # sqlite | postgres: the shared store of cross-process experiments
     extra: dict[str, Any] = field(default_factory=dict)  # sweep points and overrides, e.g. {"reads": [13, 29]}
     run_dir: Path | None = None  # set by the runner before cells run (for side files such as benchmark JSON)
+    #: what ``--only`` named (a family or an experiment), not part of the run's identity: an experiment that
+    #: cannot run on this machine refuses when named, and is skipped with a note inside a larger selection
+    only: str | None = None
 
     def mechanisms_for(self, family: str) -> tuple[str, ...] | None:
         """The mechanisms the user named that implement ``family``'s protocol (None: use the defaults)."""

@@ -14,6 +14,7 @@ from runners.resume.concurrency import ResumeConcurrency
 from runners.resume.faults import ResumeFaults
 from runners.resume.frameworks import ResumeFrameworks
 from runners.resume.guards import ResumeGuards
+from runners.resume.powerloss import ResumePowerloss
 from runners.resume.independence import ResumeIndependence
 from runners.resume.overhead import ResumeOverhead
 from runners.resume.profile import ResumeProfile
@@ -45,6 +46,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     ResumeOverhead(),
     ResumeFrameworks(),
     ResumeGuards(),
+    ResumePowerloss(),
     # one agent, three failure modes, the guard's layers (issue 15)
     AgentMatrix(),
     AgentOverhead(),

@@ -65,6 +65,9 @@ BEFORE_NODE = "before_node"  # a node is about to run (nothing of it has happene
 AFTER_EFFECT = "after_effect"  # an effect is in the ledger, the node has not returned
 AFTER_NODE_BEFORE_CHECKPOINT = "after_node_before_checkpoint"  # the node returned, its checkpoint is not written
 DURING_CHECKPOINT_WRITE = "during_checkpoint_write"  # inside the checkpoint's transaction, before its commit
+#: the saver returned from writing a node's checkpoint (whether it is durable is the store's business): where a
+#: power loss tests acknowledged progress (resume_powerloss); not a crash point of the fault matrix
+AFTER_CHECKPOINT_WRITE = "after_checkpoint_write"
 PARKED_POINT = "parked"  # the parked checkpoint is durable, the call has not returned
 AFTER_RESUME_CONSUMED = "after_resume_consumed"  # the resume value is consumed, the next node has not run
 POINTS = (BEFORE_NODE, AFTER_EFFECT, AFTER_NODE_BEFORE_CHECKPOINT, DURING_CHECKPOINT_WRITE, PARKED_POINT,
@@ -239,13 +242,19 @@ class Backend:
     kind: str
     location: str
     namespace: str = "driftlab_resume"
+    #: SQLite only: the folder of the effect ledger when it must not share the checkpoints' (the power-loss
+    #: cells keep the checkpoints on a lazy file system and the ledger, the world, outside it); "" = ``location``
+    ledger_location: str = ""
 
     def __post_init__(self):
         if self.kind not in ("sqlite", "postgres"):
             raise ValueError(f"backend kind {self.kind!r}: expected sqlite or postgres")
 
     def to_dict(self) -> dict[str, str]:
-        return {"kind": self.kind, "location": self.location, "namespace": self.namespace}
+        out = {"kind": self.kind, "location": self.location, "namespace": self.namespace}
+        if self.ledger_location:
+            out["ledger_location"] = self.ledger_location
+        return out
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ METHODS: tuple[str, ...] = ("start", "resume", "fork", "recover", "checkpoints",
 _LG = "mechanisms.resume.langgraph_runtime:"
 REGISTRY["langgraph"] = _LG + "LangGraphRuntime"
 REGISTRY["langgraph+guard"] = _LG + "LangGraphGuardRuntime"
-for _v in ("async-saver", "durability-sync", "durability-async", "durability-exit", "dataclass", "pydantic"):
+for _v in ("async-saver", "durability-sync", "durability-async", "durability-exit", "dataclass", "pydantic",
+           "stock-durability"):
     _cls = "".join(p.title() for p in _v.replace("-", "_").split("_"))
     REGISTRY[f"langgraph[{_v}]"] = _LG + "LangGraphRuntime" + _cls
     REGISTRY[f"langgraph+guard[{_v}]"] = _LG + "LangGraphGuardRuntime" + _cls

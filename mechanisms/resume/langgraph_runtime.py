@@ -67,7 +67,7 @@ from langgraph.types import Command
 
 from mechanisms.resume.langgraph_graphs import STATE_KINDS, build_graph, initial_input
 from mechanisms.resume.base import DurableRuntime, Hooks
-from vocabulary.resume import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,
+from vocabulary.resume import (AFTER_CHECKPOINT_WRITE, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,
                                FAILED, PARKED, PARKED_POINT, REFUSED, Backend, Checkpoint, GraphSpec, Status)
 
 #: as the lab's own stores (mechanisms/resume/store.py): WAL with synchronous=NORMAL survives a SIGKILL of the
@@ -82,11 +82,15 @@ def _pointed(base: type) -> type:
     if base not in _POINTED:
         def put(self, config, checkpoint, metadata, new_versions):
             self.runtime_point(config, metadata)
-            return base.put(self, config, checkpoint, metadata, new_versions)
+            saved = base.put(self, config, checkpoint, metadata, new_versions)
+            self.runtime_point(config, metadata, AFTER_CHECKPOINT_WRITE)
+            return saved
 
         async def aput(self, config, checkpoint, metadata, new_versions):
             self.runtime_point(config, metadata)
-            return await base.aput(self, config, checkpoint, metadata, new_versions)
+            saved = await base.aput(self, config, checkpoint, metadata, new_versions)
+            self.runtime_point(config, metadata, AFTER_CHECKPOINT_WRITE)
+            return saved
 
         _POINTED[base] = type("Pointed" + base.__name__, (base,), {"put": put, "aput": aput})
     return _POINTED[base]
@@ -101,6 +105,9 @@ class LangGraphRuntime(DurableRuntime):
     durability: ClassVar[str] = "async"  # LangGraph's default
     guarded: ClassVar[bool] = False
     any_saver: ClassVar[bool] = False  # the guard as a wrapper of the stock saver, claims in a store of their own
+    #: what the lab sets on LangGraph's SQLite connection: synchronous=NORMAL, for speed (a SIGKILL loses nothing);
+    #: the ``[stock-durability]`` variants set nothing, so the power-loss cells measure LangGraph's own default
+    sqlite_pragmas: ClassVar[tuple[str, ...]] = (SQLITE_SYNCHRONOUS,)
 
     def __init__(self, backend: Backend, graph: GraphSpec, hooks: Hooks | None = None):
         super().__init__(backend, graph, hooks)
@@ -127,13 +134,15 @@ class LangGraphRuntime(DurableRuntime):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             if self._aloop is None:
                 self._conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
-                self._conn.execute(SQLITE_SYNCHRONOUS)
+                for pragma in self.sqlite_pragmas:
+                    self._conn.execute(pragma)
                 saver = cls(self._conn, **kwargs)
             else:
                 import aiosqlite
 
                 self._conn = self._run(aiosqlite.connect(path, timeout=30))
-                self._run(self._conn.execute(SQLITE_SYNCHRONOUS))
+                for pragma in self.sqlite_pragmas:
+                    self._run(self._conn.execute(pragma))
                 saver = self._run(self._construct(cls, self._conn, kwargs))
         else:
             import psycopg
@@ -203,8 +212,12 @@ class LangGraphRuntime(DurableRuntime):
     def _after(self, _name: str, run_id: str, step: int) -> None:
         self.point(AFTER_NODE_BEFORE_CHECKPOINT, run_id, step)
 
-    def _checkpoint_point(self, config, metadata) -> None:
+    def _checkpoint_point(self, config, metadata, which: str = DURING_CHECKPOINT_WRITE) -> None:
         step = metadata.get("step", -1)  # LangGraph's step s >= 1 is written after node s - 1 of a linear graph
+        if which == AFTER_CHECKPOINT_WRITE:  # the saver's put returned (the power-loss cells' point)
+            if metadata.get("source") == "loop" and 1 <= step <= len(self.graph.nodes):
+                self.point(AFTER_CHECKPOINT_WRITE, str(config["configurable"]["thread_id"]), step - 1)
+            return
         if metadata.get("source") == "loop" and 1 <= step <= len(self.graph.nodes):
             run_id = str(config["configurable"]["thread_id"])
             # only where the harness will stop (its hooks name the point); "exit" stores no writes before it,
@@ -387,6 +400,7 @@ for _base in (LangGraphRuntime, LangGraphGuardRuntime):
                             ("durability-async", {"durability": "async"}),
                             ("durability-exit", {"durability": "exit"}),
                             ("dataclass", {"state_kind": "dataclass"}),
-                            ("pydantic", {"state_kind": "pydantic"})):
+                            ("pydantic", {"state_kind": "pydantic"}),
+                            ("stock-durability", {"sqlite_pragmas": ()})):
         _cls = _variant(_base, _suffix, **_attrs)
         VARIANTS[_cls.name] = _cls

@@ -160,7 +160,7 @@ def ledger_sql(backend: Backend) -> Sql:
     """A connection to the effect ledger: a separate SQLite file, or a separate PostgreSQL schema."""
     ns = _check_namespace(backend.namespace)
     if backend.kind == "sqlite":
-        return Sql("sqlite", str(Path(backend.location) / f"{ns}ledger.sqlite"))
+        return Sql("sqlite", str(Path(backend.ledger_location or backend.location) / f"{ns}ledger.sqlite"))
     return Sql("postgres", backend.location, ns + "_ledger")
 
 

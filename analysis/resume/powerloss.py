@@ -1,0 +1,74 @@
+"""``resume_powerloss``: framework and configuration x point of the resume path -> what a power loss leaves.
+
+Serves issue 31.  One record per cell (``runners/resume/powerloss.py``): the
+effects the approved action fired in the world (0 / 1 / more), liveness (the
+run ends done after the documented recovery and, where it waits again, the
+re-sent approval), acknowledged progress kept (what the framework said was
+saved is still there after the restart), whether the store loads, and the
+witness.  The table is the records themselves, one row per cell; the report
+adds the Hermitage matrix (configuration x point, one verdict per cell) and
+the findings count what breaks per configuration.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.report import Finding, Matrix, Section
+
+COLUMNS = ["runtime", "configuration", "point", "flush_at_park", "fault", "effects", "liveness", "acknowledged_kept",
+           "store_loads", "state_after_restart", "witness"]
+
+
+def table(records: pd.DataFrame) -> pd.DataFrame:
+    return records[COLUMNS].reset_index(drop=True)
+
+
+def verdict(r: dict) -> str:
+    """One cell in a few words: what broke, or ``once`` when the effect fired once and the run ended done."""
+    if not r["store_loads"]:
+        return "store lost"
+    bad = []
+    if r["effects"] > 1:
+        bad.append(f"fired {r['effects']}x")
+    if r["effects"] == 0:
+        bad.append("never fired")
+    if r["liveness"] != "valid":
+        bad.append("stuck")
+    if not r["acknowledged_kept"]:
+        bad.append("acked lost")
+    return ", ".join(bad) or "once"
+
+
+def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
+    columns = list(dict.fromkeys(f"{r.point} ({'flushed' if r.flush_at_park else 'fresh'}, {r.fault})"
+                                 for r in tab.itertuples()))
+    cells = {(r["runtime"], f"{r['point']} ({'flushed' if r['flush_at_park'] else 'fresh'}, {r['fault']})"): verdict(r)
+             for r in tab.to_dict("records")}
+    notes = ["The store's folder is the lab's lazy file system (unsynced data lives in its memory; `power_loss` drops "
+             "it, `torn` keeps the last write's prefix to a 4 KiB boundary); the effect ledger, the world, is outside "
+             "it. After the loss every process of the cell is dead and the file system is mounted again; the "
+             "restarted process recovers as LangGraph documents (`invoke(None)`) and re-sends the approval if the run "
+             "waits for it again. `once`: the effect fired once and the run ended done with its acknowledged "
+             "progress; otherwise what broke. `fresh`: the run was parked a moment before the approval (not flushed)."]
+    for r in tab.to_dict("records"):
+        if verdict(r) != "once":
+            notes.append(f"{r['runtime']}, {r['point']}: {r['witness']}")
+    configs = "; ".join(dict.fromkeys(f"{r.runtime}: {r.configuration}" for r in tab.itertuples()))
+    notes.append(f"Configurations (the SQLite settings read from the store's connection): {configs}.")
+    return Section("resume_powerloss", "Power loss within the flush window: is an approved effect made once?",
+                   notes="\n\n".join(notes),
+                   matrices=[Matrix("configuration x point of the loss", list(dict.fromkeys(tab["runtime"])), columns,
+                                    cells)])
+
+
+def findings(tab: pd.DataFrame, records: pd.DataFrame) -> list[Finding]:
+    out = []
+    for rt, t in tab.groupby("runtime", sort=False):
+        n = len(t)
+        twice, stuck = int((t["effects"] > 1).sum()), int((t["liveness"] != "valid").sum())
+        lost, unreadable = int((~t["acknowledged_kept"].astype(bool)).sum()), int((~t["store_loads"].astype(bool)).sum())
+        parts = [f"effect twice in {twice}", f"stuck in {stuck}", f"acknowledged progress lost in {lost}",
+                 f"store unreadable in {unreadable}"]
+        head = "keeps an approved effect to one" if not twice and not stuck else "does not keep an approved effect to one"
+        out.append(Finding("power loss", rt, f"{head} across a power loss: " + ", ".join(parts) + f" of {n} cells."))
+    return out

@@ -1,0 +1,48 @@
+"""Power loss: what was written and not fsynced is gone (issue 31; LazyFS's model, Jepsen's "When Amnesia Strikes").
+
+The faults, as data the runner interprets (``runners/resume/powerloss.py``
+drives them through the lab's lazy file system, ``runners/resume/lazyfs.py``):
+
+- ``power_loss``: every unsynced byte of the store's files is dropped;
+- ``torn``: the newest unsynced write keeps its prefix up to a 4 KiB boundary,
+  every other unsynced byte is dropped;
+- ``flush``: everything unsynced is written (what the OS does in the
+  background, given time): applied at park when the run was parked long ago.
+
+The named points of the resume path where the power fails, each with what the
+framework had acknowledged before it (the run's step the store must still show
+after the restart for "acknowledged progress kept"):
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vocabulary.resume import AFTER_CHECKPOINT_WRITE, AFTER_EFFECT, DURING_CHECKPOINT_WRITE
+
+POWER_LOSS, TORN, FLUSH = "power_loss", "torn", "flush"
+FAULTS = (POWER_LOSS, TORN)
+
+
+@dataclass(frozen=True)
+class LossPoint:
+    """Where the power fails: a runtime point (name, node) or, for ``after_done``, the resume call's return."""
+
+    name: str
+    point: str  # the runtime's named point, or "" for "after the call returned"
+    node: str
+    acknowledged: str  # the node the store must still show the run at (or past), or "done"
+    says: str  # one line for the witness
+
+
+#: on the lab's approval graph (prepare -> approve (interrupt) -> act (gated effect charge) -> notify)
+POINTS = (
+    LossPoint("after_effect", AFTER_EFFECT, "act", "approve",
+              "after act's effect (charge) fired, before act's checkpoint"),
+    LossPoint("during_checkpoint_write", DURING_CHECKPOINT_WRITE, "act", "approve",
+              "inside the write of act's checkpoint"),
+    LossPoint("after_save_returned", AFTER_CHECKPOINT_WRITE, "act", "notify",
+              "after the save of act's checkpoint returned"),
+    LossPoint("after_done", "", "", "done",
+              "a moment after the resume returned done"),
+)
+BY_NAME = {p.name: p for p in POINTS}

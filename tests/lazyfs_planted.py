@@ -1,0 +1,24 @@
+"""Planted lazy file systems the power-loss tests must fail on (served by ``runners.resume.lazyfs serve ... OPS``)."""
+from __future__ import annotations
+
+import os
+
+from runners.resume.lazyfs import LazyFS
+
+
+class NoopFsync(LazyFS):
+    """Planted: an fsync that syncs nothing (the shadow stays in memory, so a power loss drops synced data)."""
+
+    def fsync(self, path: str, datasync: int, fh: int) -> int:
+        return 0
+
+
+class RenameDropsShadow(LazyFS):
+    """Planted: a rename that drops the file's unsynced shadow instead of moving it with the file."""
+
+    def rename(self, old: str, new: str) -> int:
+        with self.lock:
+            os.rename(self._full(old), self._full(new))
+            self.shadows.pop(old, None)
+            self.shadows.pop(new, None)
+        return 0
