@@ -124,7 +124,7 @@ def _restart(runtime: str, backend: Backend, fd: int) -> None:
     if st.state == PARKED and st.interrupt is None:  # stopped mid-way: the documented recovery
         st = rt.recover(RUN)
         out["calls"].append(("recover", st.state, st.reason))
-    if st.state == PARKED and st.interrupt is not None:  # waiting for the approval again: re-sent
+    if st.state == PARKED and st.interrupt is not None or st.state == REFUSED:  # waiting again, or no run: re-sent
         st = rt.resume(RUN, VALUE)
         out["calls"].append(("resend", st.state, st.reason))
         if st.state == REFUSED:  # the guard's refusal names its recovery: invoke(None)
@@ -190,7 +190,8 @@ def judge(runtime: str, lp, flush_at_park: bool, fault: str, pragmas: str, after
     acked = lp.acknowledged if lp.acknowledged != "done" or acked_done else "approve"  # else: only the park
     kept = step >= (len(names) if acked == "done" else names.index(acked))
     where = ("done" if before["state"] == DONE else f"waiting for the approval at {before['node']}"
-             if before["parked"] else f"stopped before {before['node']}")
+             if before["parked"] else "gone (the store holds no checkpoint of it)" if before["state"] == REFUSED
+             else f"stopped before {before['node']}")
     calls = "; ".join(f"{c[0]} -> {c[1]}" for c in after["calls"]) or "nothing to do"
     effects = int(after["effects"])
     witness = (f"{fault} {lp.says} ({'flushed' if flush_at_park else 'not flushed'} at park): after the restart the "
