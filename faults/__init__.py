@@ -12,4 +12,7 @@ FAULTS: dict[str, str] = {
     "contract_omission": "drop each declared isolation contract with probability p before an execution; SSI then admits what the dropped contract forbade (faults/isolation/contract_omission.py)",
     "sigkill": "SIGKILL of a runtime's child process at a named injection point, recovery in a fresh process (faults/resume/sigkill.py)",
     "concurrent_resume": "k processes resume one parked interrupt: a barrier, then a seeded start jitter (faults/resume/concurrent_resume.py)",
+    "power_loss": "every byte written and not fsynced is lost; the lab's lazy FUSE file system is remounted (faults/resume/powerloss.py)",
+    "torn": "the newest unsynced write keeps its prefix to a 4 KiB boundary, the rest unsynced is lost (faults/resume/powerloss.py)",
+    "flush": "everything unsynced reaches the disk, as the OS does in the background: a run parked long ago (faults/resume/powerloss.py)",
 }
