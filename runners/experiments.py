@@ -16,6 +16,7 @@ from runners.resume.frameworks import ResumeFrameworks
 from runners.resume.guards import ResumeGuards
 from runners.resume.powerloss import ResumePowerloss
 from runners.resume.independence import ResumeIndependence
+from runners.resume.nemesis import ResumeNemesis
 from runners.resume.overhead import ResumeOverhead
 from runners.resume.profile import ResumeProfile
 from runners.revalidation.durable import RevalidationDurable
@@ -47,6 +48,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     ResumeFrameworks(),
     ResumeGuards(),
     ResumePowerloss(),
+    ResumeNemesis(),
     # one agent, three failure modes, the guard's layers (issue 15)
     AgentMatrix(),
     AgentOverhead(),

@@ -306,6 +306,7 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int) -> 
                 else:
                     evidence.append("the proxy saw no claim statement from the victim: nothing was cut")
             elif f.proxy == "slow":
+                evidence.append(f"the proxy held every reply to the victim {f.delay_ms:g} ms")
                 time.sleep(f.stagger_s)
             # 3. the others resume
             others = [launch(i) for i in range(1, k)]

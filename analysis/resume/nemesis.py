@@ -1,0 +1,132 @@
+"""``resume_nemesis``: runtime x fault x property, Hermitage style, each violation with its witness (issue 25).
+
+Serves issue 25.  One record per cell x property (``runners/resume/nemesis.py``):
+the family checkers' verdict on the cell's history (indeterminate calls
+included: unknown where the evidence cannot decide, never valid by default)
+and its witness, beside what the schedule saw: the fault's own evidence, the
+gated effect's count, the calls' answers, and whether the run was stuck
+(not done) after every resumer had answered and each indeterminate one had
+re-sent, before the recovery.  The report's matrix reads one cell per
+runtime x fault; its notes say, for each fault, what changed against the
+same runtime's ``none`` cell (the same schedule without the fault), and
+answer the two questions of the issue from the records: after a cut at
+commit of the claim, does a retry claim twice or is the run stuck; after the
+store's crash, is a consumed interrupt still consumed.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.report import Finding, Matrix, Section
+
+COLUMNS = ["runtime", "fault", "k", "property", "verdict", "effects_fired", "stuck_before_recovery",
+           "state_before_recovery", "served", "refused", "indeterminate", "crashes", "evidence", "calls", "witness"]
+
+
+#: the faults in the order faults/resume/nemesis.py declares them (the baseline first); others follow as found
+ORDER = ("none", "partition", "cut_at_commit", "slow_store", "store_crash", "client_paused")
+
+
+def table(records: pd.DataFrame) -> pd.DataFrame:
+    t = records[COLUMNS].reset_index(drop=True)
+    rank = {f: i for i, f in enumerate(ORDER)}
+    t["_order"] = [rank.get(f, len(ORDER)) for f in t["fault"]]
+    runtimes = {rt: i for i, rt in enumerate(dict.fromkeys(t["runtime"]))}
+    t["_rt"] = [runtimes[rt] for rt in t["runtime"]]
+    return t.sort_values(["k", "_rt", "_order"], kind="stable").drop(columns=["_order", "_rt"]).reset_index(drop=True)
+
+
+def cell_says(g: pd.DataFrame) -> str:
+    """One matrix cell: ``holds``, ``violates EO,CO``, ``unknown ...``; ``stuck until recovery`` appended."""
+    bad = [p for p, v in zip(g["property"], g["verdict"]) if v == "invalid"]
+    unk = [p for p, v in zip(g["property"], g["verdict"]) if v == "unknown"]
+    text = "violates " + ",".join(bad) if bad else ("unknown " + ",".join(unk) if unk else "holds")
+    if bool(g["stuck_before_recovery"].iloc[0]):
+        text += "; stuck until recovery"
+    return text
+
+
+def _changes(base: pd.DataFrame, g: pd.DataFrame) -> str:
+    """What the fault changed against the runtime's ``none`` cell, from the records."""
+    b = dict(zip(base["property"], base["verdict"]))
+    out = [f"{p} {b.get(p, '?')} -> {v}" for p, v in zip(g["property"], g["verdict"]) if b.get(p) != v]
+    b0, g0 = base.iloc[0], g.iloc[0]
+    if b0["effects_fired"] != g0["effects_fired"]:
+        out.append(f"gated effect fired {b0['effects_fired']} -> {g0['effects_fired']} time(s)")
+    if bool(b0["stuck_before_recovery"]) != bool(g0["stuck_before_recovery"]):
+        out.append("stuck until recovery" if g0["stuck_before_recovery"] else "no longer stuck")
+    for col, what in (("served", "calls served"), ("refused", "calls refused")):
+        if b0[col] != g0[col]:
+            out.append(f"{what} {b0[col]} -> {g0[col]}")
+    return "; ".join(out) or "nothing"
+
+
+def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
+    runtimes = list(dict.fromkeys(tab["runtime"]))
+    faults = list(dict.fromkeys(tab["fault"]))
+    ks = list(dict.fromkeys(tab["k"]))
+    matrices, notes = [], []
+    notes.append("Every resumer is a process in a network namespace of its own, reaching the lab's private "
+                 "PostgreSQL 15 cluster (fsync on) only over its veth link; every fault is real: the link set down, "
+                 "the connection closed by the lab's wire-protocol proxy after the claim's commit was sent and before "
+                 "its reply, the postmaster SIGKILLed and restarted with crash recovery, the resumer SIGSTOPped. "
+                 "Schedule (faults/resume/nemesis.py): the victim (host 0) resumes and stops holding its claim, the "
+                 "fault lands, the others resume, the fault heals, every indeterminate caller re-sends once from a "
+                 "fresh process, then one recovery if the run is not done. 'stuck until recovery': the run was not "
+                 "done once every resumer had answered and re-sent. A call whose client lost its connection is "
+                 "indeterminate; the checkers judge with it.")
+    for k in ks:
+        t = tab[tab["k"] == k]
+        cells = {(rt, f): cell_says(g) for (rt, f), g in t.groupby(["runtime", "fault"], sort=False)}
+        matrices.append(Matrix(f"runtime x fault, k = {k} hosts", runtimes, faults, cells))
+        for (rt, f), g in t.groupby(["runtime", "fault"], sort=False):
+            base = t[(t["runtime"] == rt) & (t["fault"] == "none")]
+            r0 = g.iloc[0]
+            wit = g.loc[g["witness"] != "", ["property", "witness"]]
+            line = f"k={k}, {rt}, {f}: {cell_says(g)}."
+            if f != "none" and len(base):
+                line += f" Against no fault: {_changes(base, g)}."
+            line += f" Evidence: {r0['evidence']}. Calls: {r0['calls']}."
+            if len(wit):
+                line += f" Witness ({wit.iloc[0]['property']}): {wit.iloc[0]['witness']}"
+            notes.append(line)
+    notes += _answers(tab)
+    return Section("resume_nemesis", "The nemesis: resumers on separate hosts, faults on the wire and in the store",
+                   notes="\n\n".join(notes), matrices=matrices)
+
+
+def _answers(tab: pd.DataFrame) -> list[str]:
+    """The issue's two questions, answered per runtime from the records."""
+    out = []
+    for rt, t in tab.groupby("runtime", sort=False):
+        cut = t[t["fault"] == "cut_at_commit"].drop_duplicates(["k"])
+        for r in cut.itertuples():
+            twice = r.effects_fired > 1
+            out.append(f"After a cut at commit ({rt}, k={r.k}): "
+                       + ("the gated effect fired " + str(r.effects_fired) + " times" if twice else
+                          f"the gated effect fired {r.effects_fired} time(s)")
+                       + ("; the run was stuck (" + r.state_before_recovery + ") after the retries and moved only "
+                          "with the recovery" if r.stuck_before_recovery else "; the run was done after the retries")
+                       + ".")
+        crash = t[t["fault"] == "store_crash"].drop_duplicates(["k"])
+        for r in crash.itertuples():
+            later = [c for c in str(r.calls).split("; ") if "@h0#1" not in c and "/recover" not in c]
+            served_again = [c for c in later if c.split(": ", 1)[-1].startswith(("done", "parked"))]
+            out.append(f"After the store's crash ({rt}, k={r.k}): the consumed interrupt was "
+                       + ("still consumed: every later resume was refused" if not served_again else
+                          f"served again by {len(served_again)} later resume(s) ({served_again[0]})")
+                       + f"; gated effect fired {r.effects_fired} time(s).")
+    return out
+
+
+def findings(tab: pd.DataFrame, records: pd.DataFrame) -> list[Finding]:
+    out = []
+    for rt, t in tab.groupby("runtime", sort=False):
+        cells = t.groupby(["fault", "k"], sort=False)
+        broken = [f"{f} (k={k}): {cell_says(g)}" for (f, k), g in cells
+                  if f != "none" and (cell_says(g) != "holds")]
+        base = [cell_says(g) for (f, _), g in cells if f == "none"]
+        head = (f"without a fault it {base[0]}" if base else "no baseline cell") + "; "
+        out.append(Finding("nemesis", rt, head + ("under every fault it holds" if not broken else
+                                                  "under the nemesis: " + "; ".join(broken)) + "."))
+    return out
