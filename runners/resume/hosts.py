@@ -148,13 +148,12 @@ def enter(netns: str) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, killed and not yet reaped, is gone)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def leftovers() -> list[str]:

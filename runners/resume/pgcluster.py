@@ -200,16 +200,10 @@ def _kill_folder(folder: Path) -> None:
 
 
 def _owner_alive(folder: str) -> bool:
+    from runners.resume.hosts import _alive
+
     m = re.search(rf"{PREFIX}(\d+)-", folder)
-    if not m:
-        return True
-    try:
-        os.kill(int(m.group(1)), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return _alive(int(m.group(1))) if m else True
 
 
 def leftovers() -> list[str]:

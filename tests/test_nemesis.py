@@ -1,0 +1,206 @@
+"""The nemesis (issue 25): real namespaces, a real private cluster, real faults; and nothing of the lab left behind.
+
+One cell per fault on driftlab's guard and on stock LangGraph, each checked
+for the fault's own evidence (the link was down, the proxy cut after the
+claim's commit and the server answered it, the postmaster was killed and
+recovered, the resumer was stopped) and for the judgement: a call whose
+client lost its connection is indeterminate in the history, and the
+checkers' verdicts agree with the ledger's count.  A run SIGKILLed mid-nemesis
+leaves namespaces, links and a postmaster behind; the next run's check
+removes every one and names it.  The machine's shared PostgreSQL keeps its
+databases, and none of its connections is the nemesis's.
+
+Needs root (namespaces) and PostgreSQL 15's binaries: skipped otherwise,
+failed instead with ``DRIFTLAB_REQUIRE_NETNS=1`` (set by ``.ci/run``).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from runners.resume import hosts, nemesis, pgcluster
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def netns() -> None:
+    missing = nemesis.requirements()
+    if missing:
+        if os.environ.get("DRIFTLAB_REQUIRE_NETNS") == "1":
+            pytest.fail(f"the nemesis cannot run here: {missing} (DRIFTLAB_REQUIRE_NETNS=1)")
+        pytest.skip(f"the nemesis needs namespaces and a private PostgreSQL: {missing}")
+
+
+def _shared_pg() -> tuple[set[str], list[tuple]]:
+    """The shared server's databases, and the connections of the nemesis on it (there must be none)."""
+    import psycopg
+
+    from runners.backends import postgres_dsn
+
+    with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
+        dbs = {r[0] for r in conn.execute("SELECT datname FROM pg_database")}
+        ours = conn.execute("SELECT pid, application_name, client_addr::text FROM pg_stat_activity WHERE "
+                            "application_name LIKE 'dlnem%%' OR client_addr << '10.213.0.0/16'::inet").fetchall()
+    return dbs, ours
+
+
+@pytest.fixture(scope="module")
+def shared_pg_untouched(pg_dsn):
+    before, _ = _shared_pg()
+    yield
+    after, ours = _shared_pg()
+    assert after == before, f"the shared PostgreSQL's databases changed: {before ^ after}"
+    assert ours == [], f"connections of the nemesis on the shared PostgreSQL: {ours}"
+
+
+@pytest.fixture
+def reachable():
+    """A folder the ``postgres`` user can enter (pytest's own temporary folders are private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="nemesis-test-"))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cells(netns, shared_pg_untouched) -> dict:
+    """One cell per fault on the guard and on stock LangGraph, k = 2 (run once for the module)."""
+    scratch = Path(tempfile.mkdtemp(prefix="nemesis-test-"))
+    os.chmod(scratch, 0o755)
+    out = {}
+    try:
+        for runtime in ("langgraph+guard", "langgraph"):
+            for f in nemesis.FAULTS:
+                rows, history = nemesis.run_one(runtime, f.name, 2, scratch, 1)
+                out[(runtime, f.name)] = ({r["property"]: r for r in rows}, history)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert not [n for n in _netns() if n.startswith(f"{hosts.PREFIX}{os.getpid()}-")]  # each cell removed its own
+    assert not [p for p, f in pgcluster._postgres_of(None) if f"{pgcluster.PREFIX}{os.getpid()}-" in f]
+    return out
+
+
+def _calls(history, status: str) -> list:
+    return [op for op in history.operations if op.name in ("resume", "recover") and op.status == status]
+
+
+@pytest.mark.parametrize("runtime", ["langgraph+guard", "langgraph"])
+def test_every_fault_lands_for_real(cells, runtime):
+    ev = {f: cells[(runtime, f)][0]["EO"]["evidence"] for f in ("partition", "cut_at_commit", "slow_store",
+                                                                 "store_crash", "client_paused")}
+    assert re.search(r"link dn\d+h0 down .* healed after \d", ev["partition"])
+    assert re.search(r"proxy cut the victim after it sent INSERT INTO .* the server answered CommandComplete",
+                     ev["cut_at_commit"])
+    assert "held every reply to the victim 150 ms" in ev["slow_store"]
+    assert re.search(r"postmaster \d+ SIGKILLed .* restarted with crash recovery", ev["store_crash"])
+    assert cells[(runtime, "store_crash")][0]["EO"]["crashes"] == 1
+    assert re.search(r"victim pid \d+ SIGSTOPped .* SIGCONT after", ev["client_paused"])
+    assert cells[(runtime, "none")][0]["EO"]["evidence"] == "-"
+
+
+@pytest.mark.parametrize("runtime", ["langgraph+guard", "langgraph"])
+def test_a_cut_or_crashed_call_is_indeterminate_and_its_client_re_sends(cells, runtime):
+    for f in ("cut_at_commit", "store_crash"):
+        rows, history = cells[(runtime, f)]
+        lost = _calls(history, "indeterminate")
+        assert [op.actor for op in lost] == ["resume@h0"], (f, [op.actor for op in lost])
+        assert all(op.end is None for op in lost)  # its client never learned when (or whether) it ended
+        assert rows["EO"]["indeterminate"] == 1
+        assert "@h0#3" in rows["EO"]["calls"]  # the re-send, from a fresh process on the victim's host
+    for f in ("none", "partition", "slow_store", "client_paused"):
+        assert _calls(cells[(runtime, f)][1], "indeterminate") == []
+
+
+@pytest.mark.parametrize("runtime", ["langgraph+guard", "langgraph"])
+def test_verdicts_agree_with_the_ledger(cells, runtime):
+    """EO is invalid exactly when the gated effect fired more than once; nothing is valid for want of judging."""
+    for f in nemesis.FAULTS:
+        rows, history = cells[(runtime, f.name)]
+        fired = rows["EO"]["effects_fired"]
+        assert (rows["EO"]["verdict"] == "invalid") == (fired > 1), (f.name, fired, rows["EO"]["verdict"])
+        assert history.meta.get("stores_read") is True
+        assert set(rows) == {"PC", "EO", "FD", "CV", "CO", "RD", "liveness"}
+
+
+def test_the_guard_refuses_the_retry_of_a_cut_claim_and_the_recovery_finishes_once(cells):
+    """After the cut the claim landed (the server said COMMIT); the victim's re-send is refused, the run waits
+    until the recovery, which finishes it with the gated effect fired once."""
+    rows, history = cells[("langgraph+guard", "cut_at_commit")]
+    assert "server answered CommandComplete COMMIT" in rows["EO"]["evidence"]
+    assert re.search(r"@h0#3: refused", rows["EO"]["calls"])
+    assert rows["EO"]["stuck_before_recovery"] and rows["EO"]["state_before_recovery"] == "parked"
+    assert re.search(r"recover@h0#4: done", rows["EO"]["calls"])
+    assert rows["EO"]["effects_fired"] == 1
+
+
+def test_a_run_killed_mid_nemesis_leaves_nothing_after_the_next_run_starts(netns, shared_pg_untouched, reachable):
+    out = reachable / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "runners.cli", "reproduce", "--only", "resume_nemesis",
+                             "--profile", "quick", "--out", str(out)], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # mid-nemesis: a host and a private cluster of the run exist
+            mine = [n for n in _netns() if _parent(int(n[len(hosts.PREFIX):].split("-")[0])) == proc.pid]
+            started = [p for p in out.glob(f"scratch/{pgcluster.PREFIX}*/postmaster.pid")
+                       if not p.parent.name.endswith("-template")]
+            if mine and started:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the run never made a host and a private cluster")
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # the runner, mid-cell: its workers die with it, its postmaster does not
+        proc.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not pgcluster.leftovers():  # the workers' deaths take a moment
+        time.sleep(0.1)
+    left = hosts.leftovers() + pgcluster.leftovers()
+    assert [x for x in left if x in (f"netns {n}" for n in mine)], "a SIGKILLed run leaves its hosts behind"
+    assert [x for x in left if x.startswith(str(out))], "a SIGKILLed run leaves its postmaster behind"
+    said = subprocess.run([sys.executable, "-c", "from runners.resume.nemesis import ResumeNemesis; "
+                           "from runners.experiment import Options; ResumeNemesis().check(Options())"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.count("\n") == 1 and "left by a run that was killed" in said.stdout
+    for item in left:
+        assert item.split(" ", 1)[-1] in said.stdout
+    assert hosts.leftovers() == [] and pgcluster.leftovers() == []
+    assert not [n for n in _netns() if n.startswith(hosts.PREFIX)]
+    assert not _dlnem_processes()
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _netns() -> list[str]:
+    return [line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                       text=True).stdout.splitlines() if line.split()]
+
+
+def _dlnem_processes() -> list[str]:
+    """Proxies and resumers (named ``dlnem-*``) and postmasters of the lab's folders still running."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                comm = (entry / "comm").read_text().strip()
+            except OSError:
+                continue
+            if comm.startswith("dlnem-"):
+                out.append(f"{entry.name} {comm}")
+    return out + [f"{pid} postgres {f}" for pid, f in pgcluster._postgres_of(None)]
