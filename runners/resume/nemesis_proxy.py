@@ -267,3 +267,36 @@ def serve_child(listen: tuple[str, int], upstream, mode: str, trigger: str, at: 
     except (OSError, AttributeError):
         pass
     Proxy(listen, upstream, mode, trigger, at, delay_ms, report_fd).serve(lifetime_s, report_fd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m runners.resume.nemesis_proxy``: the same proxy between a real worker host and a real database."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m runners.resume.nemesis_proxy", description=main.__doc__)
+    ap.add_argument("--listen", required=True, help="HOST:PORT the workers dial instead of the database")
+    ap.add_argument("--upstream", required=True, help="HOST:PORT of the database (or the path of its Unix socket)")
+    ap.add_argument("--mode", choices=("cut", "slow", "pass"), default="pass")
+    ap.add_argument("--trigger", default=r"INSERT INTO driftlab_guard_claims\b",
+                    help="regex of the statement that carries the claim (cut mode)")
+    ap.add_argument("--at", choices=("sync", "commit"), default="commit",
+                    help="cut at the Sync after the statement (autocommit) or at its transaction's COMMIT")
+    ap.add_argument("--delay-ms", type=float, default=150.0, help="slow mode: hold each reply this long")
+    ap.add_argument("--lifetime-s", type=float, default=600.0, help="the proxy exits after this long")
+    a = ap.parse_args(argv)
+
+    def addr(text: str):
+        host, sep, port = text.rpartition(":")
+        return (host, int(port)) if sep and port.isdigit() else text
+
+    listen = addr(a.listen)
+    if not isinstance(listen, tuple):
+        ap.error("--listen: HOST:PORT")
+    print(f"nemesis proxy: {a.mode} on {a.listen} -> {a.upstream}; events on stdout", file=sys.stderr, flush=True)
+    Proxy(listen, addr(a.upstream), a.mode, a.trigger, a.at, a.delay_ms, sys.stdout.fileno()).serve(a.lifetime_s)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
