@@ -15,11 +15,10 @@ guard does not claim as *not covered*, never as violated.
 from __future__ import annotations
 
 from mechanisms import resolve
-from runners.experiment import Cell, CellOutput, Options, artifact
+from runners.experiment import Cell, Options, artifact
 from runners.resume import common as rc
-from runners.resume.concurrency import grid, race_cell
-from runners.resume.faults import FaultCells
-from runners.resume.frameworks import RACE_REPETITIONS
+from runners.resume.concurrency import grid
+from runners.resume.frameworks import RACE_REPETITIONS, ResumeFrameworks
 
 #: the rows, in the table's order (``--mechanisms`` picks others)
 GUARDS = ("langgraph", "langgraph+guard", "langgraph+guard[any-saver]", "langgraph+remit", "langgraph+resume-guard",
@@ -41,7 +40,9 @@ def claims(runtime: str) -> tuple[tuple[str, str], ...]:
     return (("covers", ",".join(covers)), ("adoption_lines", str(len(adoption.strip().splitlines()))))
 
 
-class ResumeGuards(FaultCells):
+class ResumeGuards(ResumeFrameworks):
+    """The frameworks' cells and their runner (``run_cell``), on the guard rows, each on the backends it supports."""
+
     name = "resume_guards"
     description = "LangGraph + each installable guard (driftlab's, REMIT, resume-guard, agent-ledger): fault and race cells"
     artifacts = (artifact("resume_guards", findings=True),)
@@ -76,12 +77,3 @@ class ResumeGuards(FaultCells):
                          options.extra.get("repetitions") or RACE_REPETITIONS[profile], seed)
                     for k in ks for j in jitters for b in own]
         return out
-
-    def run_cell(self, cell: Cell, options: Options) -> CellOutput:
-        p = cell.p
-        if not p["k"]:
-            records, history = rc.run_fault_cell(self.name, p["runtime"], p["fault_cell"], cell.repetitions,
-                                                 cell.seed, options, p["backend"])
-            return CellOutput(records, history)
-        return race_cell(self.name, p["runtime"], p["backend"], int(p["k"]), float(p["jitter_ms"]), cell.repetitions,
-                         cell.seed, options, per_property=True, fault_cell="concurrent_resume")
