@@ -15,20 +15,38 @@ store's crash, is a consumed interrupt still consumed.
 """
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from analysis.report import Finding, Matrix, Section
+from analysis.resume.verdicts import worst_verdict
 
-COLUMNS = ["runtime", "fault", "k", "property", "verdict", "effects_fired", "stuck_before_recovery",
-           "state_before_recovery", "served", "refused", "indeterminate", "crashes", "evidence", "calls", "witness"]
-
-
+COLUMNS = ["runtime", "fault", "k", "property", "repetitions", "verdict", "effects_fired", "effects_fired_max",
+           "stuck_before_recovery", "stuck_after_recovery", "state_before_recovery", "state_after_recovery", "served",
+           "refused", "indeterminate", "crashes", "evidence", "calls", "witness"]
 #: the faults in the order faults/resume/nemesis.py declares them (the baseline first); others follow as found
 ORDER = ("none", "partition", "cut_at_commit", "slow_store", "store_crash", "client_paused")
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
-    t = records[COLUMNS].reset_index(drop=True)
+    """One row per runtime x fault x k x property: the worst verdict over repetitions, the gated effect's mean and
+    maximum count, how many repetitions were stuck before (and after) the recovery, and the evidence, calls and
+    witness of the first repetition that shows the worst verdict."""
+    out = []
+    for (rt, f, k, prop), g in records.groupby(["runtime", "fault", "k", "property"], sort=False):
+        worst = worst_verdict(g["verdict"])
+        first = g[g["verdict"] == worst].iloc[0]
+        out.append({"runtime": rt, "fault": f, "k": int(k), "property": prop, "repetitions": len(g), "verdict": worst,
+                    "effects_fired": float(g["effects_fired"].mean()), "effects_fired_max": int(g["effects_fired"].max()),
+                    "stuck_before_recovery": int(g["stuck_before_recovery"].astype(bool).sum()),
+                    "stuck_after_recovery": int((g["state_after_recovery"] != "done").sum()),
+                    "state_before_recovery": first["state_before_recovery"],
+                    "state_after_recovery": first["state_after_recovery"],
+                    "served": int(first["served"]), "refused": int(first["refused"]),
+                    "indeterminate": int(first["indeterminate"]), "crashes": int(g["crashes"].sum()),
+                    "evidence": first["evidence"], "calls": first["calls"], "witness": first["witness"]})
+    t = pd.DataFrame(out, columns=COLUMNS)
     rank = {f: i for i, f in enumerate(ORDER)}
     t["_order"] = [rank.get(f, len(ORDER)) for f in t["fault"]]
     runtimes = {rt: i for i, rt in enumerate(dict.fromkeys(t["runtime"]))}
@@ -41,8 +59,13 @@ def cell_says(g: pd.DataFrame) -> str:
     bad = [p for p, v in zip(g["property"], g["verdict"]) if v == "invalid"]
     unk = [p for p, v in zip(g["property"], g["verdict"]) if v == "unknown"]
     text = "violates " + ",".join(bad) if bad else ("unknown " + ",".join(unk) if unk else "holds")
-    if bool(g["stuck_before_recovery"].iloc[0]):
-        text += "; stuck until recovery"
+    r0 = g.iloc[0]
+    n = int(r0["repetitions"])
+    of = "" if n == 1 else f" in {{}} of {n}"
+    if int(r0["stuck_after_recovery"]):
+        text += "; stuck even after recovery" + of.format(int(r0["stuck_after_recovery"]))
+    elif int(r0["stuck_before_recovery"]):
+        text += "; stuck until recovery" + of.format(int(r0["stuck_before_recovery"]))
     return text
 
 
@@ -52,9 +75,11 @@ def _changes(base: pd.DataFrame, g: pd.DataFrame) -> str:
     out = [f"{p} {b.get(p, '?')} -> {v}" for p, v in zip(g["property"], g["verdict"]) if b.get(p) != v]
     b0, g0 = base.iloc[0], g.iloc[0]
     if b0["effects_fired"] != g0["effects_fired"]:
-        out.append(f"gated effect fired {b0['effects_fired']} -> {g0['effects_fired']} time(s)")
-    if bool(b0["stuck_before_recovery"]) != bool(g0["stuck_before_recovery"]):
-        out.append("stuck until recovery" if g0["stuck_before_recovery"] else "no longer stuck")
+        out.append(f"gated effect fired {b0['effects_fired']:g} -> {g0['effects_fired']:g} time(s) (mean)")
+    for col, what in (("stuck_before_recovery", "repetitions stuck until recovery"),
+                      ("stuck_after_recovery", "repetitions stuck even after recovery")):
+        if b0[col] != g0[col]:
+            out.append(f"{what} {b0[col]} -> {g0[col]}")
     for col, what in (("served", "calls served"), ("refused", "calls refused")):
         if b0[col] != g0[col]:
             out.append(f"{what} {b0[col]} -> {g0[col]}")
@@ -99,23 +124,29 @@ def _answers(tab: pd.DataFrame) -> list[str]:
     """The issue's two questions, answered per runtime from the records."""
     out = []
     for rt, t in tab.groupby("runtime", sort=False):
-        cut = t[t["fault"] == "cut_at_commit"].drop_duplicates(["k"])
-        for r in cut.itertuples():
-            twice = r.effects_fired > 1
-            out.append(f"After a cut at commit ({rt}, k={r.k}): "
-                       + ("the gated effect fired " + str(r.effects_fired) + " times" if twice else
-                          f"the gated effect fired {r.effects_fired} time(s)")
-                       + ("; the run was stuck (" + r.state_before_recovery + ") after the retries and moved only "
-                          "with the recovery" if r.stuck_before_recovery else "; the run was done after the retries")
-                       + ".")
-        crash = t[t["fault"] == "store_crash"].drop_duplicates(["k"])
-        for r in crash.itertuples():
-            later = [c for c in str(r.calls).split("; ") if "@h0#1" not in c and "/recover" not in c]
-            served_again = [c for c in later if c.split(": ", 1)[-1].startswith(("done", "parked"))]
+        for r in t[t["fault"] == "cut_at_commit"].drop_duplicates(["k"]).itertuples():
+            reps = f" (worst of {r.repetitions} repetitions)" if r.repetitions > 1 else ""
+            resend = re.search(r"/resume@h0#(?:[2-9]|\d\d+): (\w+)", str(r.calls))
+            claim = (f"the gated effect fired up to {r.effects_fired_max} time(s); the victim's re-send was "
+                     + (resend.group(1) if resend else "not made (its call was not indeterminate)"))
+            if r.stuck_after_recovery:
+                run = (f"the run stayed {r.state_after_recovery} even after the recovery in {r.stuck_after_recovery} "
+                       "repetition(s): stuck for good")
+            elif r.stuck_before_recovery:
+                run = (f"the run was stuck ({r.state_before_recovery}) after the retries in {r.stuck_before_recovery} "
+                       "repetition(s) and moved only with the recovery")
+            else:
+                run = "the run was done after the retries"
+            out.append(f"After a cut at commit ({rt}, k={r.k}){reps}: {claim}; {run}.")
+        for r in t[t["fault"] == "store_crash"].drop_duplicates(["k"]).itertuples():
+            later = [c for c in str(r.calls).split("; ") if "#1:" not in c and "/recover" not in c]
+            again = [c for c in later if c.split(": ", 1)[-1].startswith(("done", "parked"))]
             out.append(f"After the store's crash ({rt}, k={r.k}): the consumed interrupt was "
-                       + ("still consumed: every later resume was refused" if not served_again else
-                          f"served again by {len(served_again)} later resume(s) ({served_again[0]})")
-                       + f"; gated effect fired {r.effects_fired} time(s).")
+                       + ("still consumed: every later resume was refused" if not again else
+                          f"served again by {len(again)} later resume(s) ({again[0]})")
+                       + f"; gated effect fired up to {r.effects_fired_max} time(s)"
+                       + (f" (the calls of the first repetition with the worst verdict, of {r.repetitions})"
+                          if r.repetitions > 1 else "") + ".")
     return out
 
 

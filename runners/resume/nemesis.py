@@ -41,7 +41,7 @@ import uuid
 from pathlib import Path
 
 from faults.resume.nemesis import FAULTS, SUBJECTS, claim, fault
-from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.processes import fork_start, read_line
 from runners.resume import hosts as hostlib
 from runners.resume import pgcluster
@@ -57,6 +57,7 @@ OTHERS_S = 6.0  # how long the others get while the fault holds (a resumer block
 PROXY_PORT_OFFSET = 1
 VALUE = "approved"
 QUICK_SUBJECTS = ("langgraph+guard", "langgraph")
+REPETITIONS = {"quick": 1, "paper": 3}  # per profile; ``--repetitions`` overrides
 #: a framework that reports a lost connection as a failed call (LangGraph's adapters do): the call's reason
 LOST = re.compile(r"OperationalError|server closed the connection|connection (is )?(lost|closed|broken)|"
                   r"terminating connection|consuming input failed|could not receive data", re.I)
@@ -227,15 +228,19 @@ class _ProxyProc:
 
 
 # ------------------------------------------------------------------------------------------------- one cell
-def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int) -> tuple[dict, History]:
-    """One nemesis cell (module docstring): the record and the history."""
+def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep: int = 0,
+            rec: Recorder | None = None) -> tuple[list[dict], History]:
+    """One repetition of a nemesis cell (module docstring): its records (one per property) and the history so
+    far (``rec``: the cell's recorder, shared by its repetitions; each repetition's run is ``nem-<fault>-<rep>``)."""
     f = fault(fault_name)
     graph = DEFAULT_GRAPH
     gated = graph.task(graph.names.index(graph.gated_node))
-    run = f"nem-{fault_name}"
-    rec = Recorder(graph, {"experiment": "resume_nemesis", "runtime": runtime, "fault": fault_name, "k": k,
-                           "backend": "postgres"})
+    run = f"nem-{fault_name}-{rep}"
+    if rec is None:
+        rec = Recorder(graph, {"experiment": "resume_nemesis", "runtime": runtime, "fault": fault_name, "k": k,
+                               "backend": "postgres"})
     rec.runs = [run]
+    first = len(rec.ops)
     evidence: list[str] = []
     calls: list[_Call] = []
     proxy = None
@@ -347,13 +352,15 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int) -> 
                 rec_call = launch(0, "recover")
                 if rec_call.result(CALL_S) is None:
                     raise DriftlabError(f"resume_nemesis: {runtime}: the recovery gave no answer")
+            final = _state(runtime, local, graph, pg, run) if stuck else state_before
             for c in calls:
                 _record(rec, c, run)
             errors = [c for c in calls if "error" in c.answer]
             if errors:
                 raise DriftlabError(f"resume_nemesis: {runtime}: {errors[0].label} raised {errors[0].answer['error']}"
                                     " (the runtime's own code failed: never an outcome)")
-            history = _finish(rec, runtime, local, graph, run, pg)
+            _finish(rec, runtime, local, graph, run, pg)
+            history = History(rec.history().family, tuple(rec.ops[first:]), rec.history().meta)
         finally:
             for c in calls:
                 c.close()
@@ -364,7 +371,8 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int) -> 
     results = check_all(history)
     effects = sum(1 for op in history.operations if op.name == EFFECT and op.value.get("task") == gated)
     calls_said = "; ".join(_said(c) for c in calls)
-    record = {"effects_fired": effects, "stuck_before_recovery": stuck, "state_before_recovery": state_before,
+    record = {"repetition": rep, "seed": seed, "effects_fired": effects, "stuck_before_recovery": stuck,
+              "state_before_recovery": state_before, "state_after_recovery": final,
               "indeterminate": sum(1 for c in calls if "indeterminate" in c.answer),
               "refused": sum(1 for c in calls if c.answer.get("status", {}).get("state") == REFUSED),
               "served": sum(1 for c in calls if c.answer.get("status", {}).get("state") in (PARKED, DONE)),
@@ -374,7 +382,7 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int) -> 
     for prop, r in results.items():
         rows.append({**record, "property": prop, "verdict": r.verdict.value,
                      "witness": r.witnesses[0].explanation if r.witnesses else ""})
-    return rows, history
+    return rows, rec.history()
 
 
 DRAIN_WAIT_S = 12.0
@@ -446,6 +454,7 @@ class ResumeNemesis(Experiment):
     artifacts = (artifact("resume_nemesis", findings=True),)
     seconds_per_execution = 4.0
     parallel = True
+    profile_repetitions = REPETITIONS
 
     def check(self, options: Options) -> None:
         missing = requirements()
@@ -465,16 +474,25 @@ class ResumeNemesis(Experiment):
             return []  # said in check(): skipped in a larger selection, refused when named
         subjects = options.mechanisms_for("resume") or (QUICK_SUBJECTS if profile == "quick" else SUBJECTS)
         ks = (2,) if profile == "quick" else (2, 4, 8)
-        return [Cell(self.name, (("runtime", rt), ("fault", f.name), ("k", k)), 1, seed)
+        reps = options.extra.get("repetitions") or REPETITIONS[profile]
+        if reps < 1:
+            raise DriftlabError(f"--repetitions must be at least 1, got {reps}")
+        return [Cell(self.name, (("runtime", rt), ("fault", f.name), ("k", k)), reps, seed)
                 for rt in subjects for k in ks for f in FAULTS]
 
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
         p = cell.p
         scratch = Path(options.run_dir or "/tmp") / "scratch"
         scratch.mkdir(parents=True, exist_ok=True)
-        try:
-            rows, history = run_one(p["runtime"], p["fault"], int(p["k"]), scratch, cell.seed)
-        except (hostlib.HostsError, pgcluster.ClusterError) as exc:
-            raise DriftlabError(f"resume_nemesis: the lab's set-up failed: {exc}") from None
+        rows, history = [], None
+        rec = Recorder(DEFAULT_GRAPH, {"experiment": self.name, "runtime": p["runtime"], "fault": p["fault"],
+                                       "k": int(p["k"]), "backend": "postgres"})
+        for rep in range(cell.repetitions):
+            seed = derive_seed(cell.seed, self.name, p["runtime"], p["fault"], p["k"], rep)
+            try:
+                mine, history = run_one(p["runtime"], p["fault"], int(p["k"]), scratch, seed, rep, rec)
+            except (hostlib.HostsError, pgcluster.ClusterError) as exc:
+                raise DriftlabError(f"resume_nemesis: the lab's set-up failed: {exc}") from None
+            rows += mine
         return CellOutput({k: [r[k] for r in rows] for k in rows[0]}, history)
 
