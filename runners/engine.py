@@ -145,10 +145,18 @@ def scenario_hashes(options: Options) -> dict[str, str]:
 
 def identity(request: Request) -> dict:
     o = request.options
-    return {"profile": request.profile, "seed": request.seed, "mechanisms": list(o.mechanisms or []) or None,
-            "backend": o.backend, "workloads": list(o.workloads) if o.workloads else None,
-            "scenario_dirs": [str(d) for d in o.scenario_dirs], "extra": o.extra,
-            "scenario_files": scenario_hashes(o)}
+    out = {"profile": request.profile, "seed": request.seed, "mechanisms": list(o.mechanisms or []) or None,
+           "backend": o.backend, "workloads": list(o.workloads) if o.workloads else None,
+           "scenario_dirs": [str(d) for d in o.scenario_dirs], "extra": o.extra,
+           "scenario_files": scenario_hashes(o)}
+    if any(EXPERIMENTS[n].family == "resume" for n in request.experiments):
+        from runners.resume.envs import run_locks  # a changed env lock is a changed run (issue 24 §5)
+
+        default = None if "resume_frameworks" in request.experiments else []
+        locks = run_locks(list(o.mechanisms) if o.mechanisms else default)
+        if locks:
+            out["env_locks"] = locks
+    return out
 
 
 #: what a run killed before its run.json was in place can leave: the lab's own, so a rerun takes the folder
@@ -172,7 +180,9 @@ def check_identity(run_dir: Path, manifest: dict) -> bool:
                             "identity (an object); pick another --out")
     for key, value in manifest.items():
         if previous.get(key) != value:
-            what = "scenario files changed since" if key == "scenario_files" else f"{key}={previous.get(key)!r}, not {value!r}"
+            what = ("scenario files changed since" if key == "scenario_files" else "environment locks changed since "
+                    f"({', '.join(sorted(k for k in {*value, *(previous.get(key) or {})} if (previous.get(key) or {}).get(k) != value.get(k)))})"
+                    if key == "env_locks" else f"{key}={previous.get(key)!r}, not {value!r}")
             raise DriftlabError(f"--out {run_dir}: it holds a run with {what}; this is a changed run: "
                                 "rerun with the same options and files or pick another --out")
     return True
@@ -279,6 +289,11 @@ def plan(request: Request) -> dict[str, list[Cell]]:
     first, so a huge request is refused before any grid is expanded.
     """
     options = request.options
+    if any(EXPERIMENTS[n].family == "resume" for n in request.experiments) and (
+            options.mechanisms or "resume_frameworks" in request.experiments):
+        from runners.resume.envs import check_declarations  # a broken env file is named, not "unknown mechanism"
+
+        check_declarations()
     assign_mechanisms(options)
     check_flags(request)
     for name in request.experiments:

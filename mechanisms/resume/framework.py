@@ -31,7 +31,11 @@ CONNECT: Callable[[str], Any] | None = None
 
 
 class FrameworkCallFailed(RuntimeError):
-    """The env's server answered a call with an error (one line)."""
+    """The env's server answered a call with an error: the adapter's fault, never an outcome (issue 24 §1); the
+    cell fails with this one line and the run stops (runners.experiment.compute)."""
+
+    def __init__(self, runtime: str, what: str):
+        super().__init__(f"{runtime}: {what}")
 
 
 def status_from(d: dict) -> Status:
@@ -43,7 +47,9 @@ class FrameworkRuntime(DurableRuntime):
 
     declared: ClassVar[Declared]
     not_applicable: ClassVar[dict[str, str]] = {}
-    errors_are_outcomes = True  # the framework's own exceptions are what is measured (DurableRuntime)
+    #: an exception never is an outcome: the framework's documented ones are turned into refused/failed answers
+    #: by the adapter's declared ANSWERS inside the env; anything else stops the run (issue 24 §1)
+    errors_are_outcomes = False
 
     def request(self, call: str, args: dict, label: str = "", crash: tuple[str, str] | None = None,
                 timeout: float = 60) -> dict:
@@ -52,10 +58,15 @@ class FrameworkRuntime(DurableRuntime):
 
     def _call(self, call: str, **args) -> Any:
         if CONNECT is None:
-            raise FrameworkCallFailed(f"{self.name}: framework runtimes are served by runners.resume.envs")
+            raise FrameworkCallFailed(self.name, "framework runtimes are served by runners.resume.envs")
         reply = CONNECT(self.name).call(self.request(call, args, self.hooks.op))
         if "error" in reply:
-            raise FrameworkCallFailed(f"{self.name}: {call}: {reply['error']}")
+            d = self.declared
+            raise FrameworkCallFailed(self.name, f"environment {d.env}, adapter {d.adapter}: {reply['error']} "
+                                                 f"(call {call} {self.hooks.op or ''})".replace(" )", ")"))
+        if "status" not in reply:
+            raise FrameworkCallFailed(self.name, f"environment {self.declared.env}: call {call} was killed or "
+                                                 f"answered {sorted(reply)}, not a status")
         return reply.get("status")
 
     def setup(self) -> None:

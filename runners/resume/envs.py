@@ -13,10 +13,16 @@ lock, bytecode compiled (a machine with ``PYTHONDONTWRITEBYTECODE`` would
 otherwise compile every module a forked call imports, in every call), under a file lock
 (parallel workers build once), then records the exact installed versions
 (``uv pip list``) and the build's wall time in ``driftlab-env.json`` inside
-it.  That file is the mark of a finished build: a killed build is redone, a
-finished one is reused (a new lock is a new folder).  Any failure is one line
-naming the env and the step (``read``, ``uv``, ``sync``, ``record``) and exit
-2 (:class:`EnvError`); cells already finished stay in the run folder.
+it.  That file is the mark of a finished build.  The build goes to a temporary
+folder beside its place and is renamed into place only once complete and
+marked: a killed or failed build is never marked built, and the next use
+builds it again; a damaged mark is named, never guessed at.  The lock's hash
+is part of every run's identity (:func:`run_locks`): a changed lock is a
+changed run.  Any failure is one line naming the env, the step (``read``,
+``uv``, ``cache``, ``sync``, ``record``, ``release``) and the path, and exit
+2 (:class:`EnvError`); cells already finished stay in the run folder.  The
+installed version of each row's framework must be the ``release`` it declares
+(:func:`check_release`).
 
 **Serve.**  :func:`server` starts the env's fork server (``python -P
 mechanisms/resume/frameworks/protocol.py MODULE:CLASS``, one per adapter and
@@ -38,7 +44,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mechanisms.resume.frameworks import ENVS, Declared, declared
+from mechanisms.resume.frameworks import ENVS, Declared, declared, envs_root, norm, problems  # noqa: F401
 from runners.experiment import DriftlabError
 from runners.plugins import PluginFailed
 
@@ -112,49 +118,97 @@ def folder_of(name: str, lock: bytes) -> Path:
     return cache_root() / f"{name}-{key}"
 
 
-def ensure(name: str, root: Path = ENVS) -> Env:
-    """The env ``name`` built from its lock (building it on first use; reusing it afterwards)."""
+def read_lock(name: str, root: Path | None = None) -> bytes:
+    """The env's ``uv.lock`` (its ``pyproject.toml`` must be there too); one line naming the missing file."""
+    folder = (root or envs_root()) / name
+    for f in (folder / "pyproject.toml", folder / "uv.lock"):
+        try:
+            data = f.read_bytes()
+        except OSError as exc:
+            raise EnvError(name, "read", f"{f}: {exc.strerror or exc}") from None
+    return data
+
+
+def lock_hash(name: str, root: Path | None = None) -> str:
+    """The first 12 hex digits of the SHA-256 of the env's ``uv.lock`` (part of a run's identity)."""
+    return hashlib.sha256(read_lock(name, root)).hexdigest()[:12]
+
+
+def _mark(name: str, mark: Path) -> dict:
+    """A finished build's record; one line naming the file when it is damaged (delete the folder to rebuild)."""
+    try:
+        raw = json.loads(mark.read_text())
+        if not isinstance(raw, dict) or not isinstance(raw.get("installed"), dict):
+            raise ValueError("not a build record (no 'installed' table)")
+        float(raw.get("build_s", 0.0))
+        return raw
+    except (OSError, ValueError, TypeError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise EnvError(name, "record", f"{mark}: damaged build mark ({why}); delete {mark.parent} to rebuild "
+                       "it") from None
+
+
+def ensure(name: str, root: Path | None = None) -> Env:
+    """The env ``name`` built from its lock (building it on first use; reusing it afterwards).
+
+    The build goes to a temporary folder beside its place, renamed into place once complete and marked: a killed
+    or failed build is never marked built, and the next use builds it again (issue 24 §5)."""
     if name in _BUILT and _BUILT[name].path.exists():
         return _BUILT[name]
+    root = root or envs_root()
     folder = root / name
-    try:
-        lock = (folder / "uv.lock").read_bytes()
-        (folder / "pyproject.toml").read_bytes()
-    except OSError as exc:
-        raise EnvError(name, "read", f"{folder}: {exc.strerror or exc}") from None
+    lock = read_lock(name, root)
     lock_hash = hashlib.sha256(lock).hexdigest()[:12]
     path = folder_of(name, lock)
     mark = path / MARK
-    if not mark.exists():
-        uv = _uv()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path.parent / f".{path.name}.lock", "w") as held:
-            fcntl.flock(held, fcntl.LOCK_EX)  # another worker may be building it: wait, then reuse
-            if not mark.exists():
-                t0 = time.perf_counter()
-                env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
-                env["UV_PROJECT_ENVIRONMENT"] = str(path)
-                _run(name, "sync", [*uv, *SYNC, "--project", str(folder)], env=env, timeout=900)
-                listed = _run(name, "record", [*uv, "pip", "list", "--python", str(path / "bin" / "python"),
-                                               "--format", "json"], env=env, timeout=120)
-                installed = {p["name"]: p["version"] for p in json.loads(listed.stdout)}
-                tmp = path / (MARK + ".tmp")
-                tmp.write_text(json.dumps({"env": name, "lock_sha256_12": lock_hash, "installed": installed,
-                                           "build_s": time.perf_counter() - t0, "built_at": time.time()}, indent=1))
-                os.replace(tmp, mark)
-                _BUILT[name] = Env(name, lock_hash, path, installed, json.loads(mark.read_text())["build_s"], False)
-                return _BUILT[name]
     try:
-        raw = json.loads(mark.read_text())
-    except (OSError, ValueError) as exc:
-        raise EnvError(name, "record", f"{mark}: {exc}") from None
+        if not mark.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path.parent / f".{path.name}.lock", "w") as held:
+                fcntl.flock(held, fcntl.LOCK_EX)  # another worker may be building it: wait, then reuse
+                if not mark.exists():
+                    _BUILT[name] = _build(name, folder, path, lock_hash)
+                    return _BUILT[name]
+    except OSError as exc:
+        where = exc.filename or path.parent
+        raise EnvError(name, "cache", f"{where}: {exc.strerror or exc} (the environment cache "
+                       f"{cache_root()} must be a writable folder; $DRIFTLAB_ENV_CACHE names another)") from None
+    raw = _mark(name, mark)
     _BUILT[name] = Env(name, lock_hash, path, raw["installed"], 0.0, True)
     return _BUILT[name]
 
 
-def built(root: Path = ENVS) -> dict[str, dict]:
+def _build(name: str, folder: Path, path: Path, lock_hash: str) -> Env:
+    """``uv sync`` into ``<path>.tmp-<pid>``, record what is installed, mark it, rename it into place."""
+    uv = _uv()
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):  # a killed build's (we hold the build lock)
+        shutil.rmtree(stale, ignore_errors=True)
+    if path.exists():  # a folder without its mark: a build of the old, non-atomic form that never finished
+        shutil.rmtree(path)
+    t0 = time.perf_counter()
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env["UV_PROJECT_ENVIRONMENT"] = str(tmp)
+    try:
+        _run(name, "sync", [*uv, *SYNC, "--project", str(folder)], env=env, timeout=900)
+        listed = _run(name, "record", [*uv, "pip", "list", "--python", str(tmp / "bin" / "python"),
+                                       "--format", "json"], env=env, timeout=120)
+        installed = {p["name"]: p["version"] for p in json.loads(listed.stdout)}
+        build_s = time.perf_counter() - t0
+        (tmp / MARK).write_text(json.dumps({"env": name, "lock_sha256_12": lock_hash, "installed": installed,
+                                            "build_s": build_s, "built_at": time.time()}, indent=1))
+        os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Env(name, lock_hash, path, installed, build_s, False)
+
+
+def built(root: Path | None = None) -> dict[str, dict]:
     """Provenance of every declared env already built from its current lock (provenance.json), building none."""
     out = {}
+    root = root or envs_root()
     for name in sorted({d.env for d in declared(root).values()}):
         try:
             lock = (root / name / "uv.lock").read_bytes()
@@ -167,13 +221,47 @@ def built(root: Path = ENVS) -> dict[str, dict]:
     return out
 
 
+def run_locks(runtimes: list[str] | None) -> dict[str, str]:
+    """The lock hash of every env the named runtimes use (``None``: every declared env), for the run's identity."""
+    rows = declared()
+    names = sorted({rows[r].env for r in rows} if runtimes is None else {rows[r].env for r in runtimes if r in rows})
+    return {name: lock_hash(name) for name in names}
+
+
+def check_declarations(root: Path | None = None) -> None:
+    """Refuse a run on the first problem of an environment declaration (one line naming the file and the field:
+    :func:`mechanisms.resume.frameworks.problems`), before any name is resolved (issue 24 §4)."""
+    found = problems(root)
+    if found:
+        more = f" (and {len(found) - 1} more problems)" if len(found) > 1 else ""
+        raise DriftlabError(" ".join(found[0].split())[:400] + more)
+
+
+def check_release(decl: Declared, env: Env) -> None:
+    """The installed version of the row's distribution is its declared ``release``, else one line (issue 24 §4):
+    a row is never published under a release its environment does not hold."""
+    installed = {norm(k): v for k, v in env.installed.items()}
+    got = installed.get(norm(decl.distribution))
+    if got != decl.release:
+        raise EnvError(decl.env, "release", f"{decl.name} declares release {decl.release} of {decl.distribution}, "
+                       f"but the environment holds {decl.distribution} {got or '(not installed)'} "
+                       f"(data/envs/{decl.env}/pyproject.toml: release, or the pin)")
+
+
+def ensure_row(decl: Declared) -> Env:
+    """The row's environment, built or reused, holding the release the row declares."""
+    env = ensure(decl.env)
+    check_release(decl, env)
+    return env
+
+
 # ------------------------------------------------------------------------------------------- the env's server
 class EnvServer:
     """The client of one env fork server (the lab's fork-server protocol; module docstring)."""
 
     def __init__(self, decl: Declared):
         self.decl = decl
-        env = ensure(decl.env)
+        env = ensure_row(decl)
         clean = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME",
                                                                    "PYTHONSTARTUP")}
         try:
@@ -192,9 +280,17 @@ class EnvServer:
         except (BrokenPipeError, OSError):
             line = ""
         if not line:
-            raise EnvError(self.decl.env, "serve", f"the fork server of {self.decl.name} exited with code "
-                           f"{self.proc.wait()} (its stderr says why)")
-        return json.loads(line)
+            raise EnvError(self.decl.env, "serve", f"the fork server of adapter {self.decl.adapter} exited with "
+                           f"code {self.proc.wait()} during call {request.get('call')} {request.get('label') or ''} "
+                           "(its stderr says why)")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            raise EnvError(self.decl.env, "serve", f"the fork server of adapter {self.decl.adapter} answered "
+                           f"{line[:60]!r} to call {request.get('call')}, not a reply")
+        return reply
 
     def close(self) -> None:
         try:
@@ -206,6 +302,12 @@ class EnvServer:
 
 
 _SERVERS: dict[str, EnvServer] = {}
+
+
+def where(runtime: str) -> str:
+    """``"environment E, adapter A: "`` for a framework runtime (the start of its fault's one line), else ""."""
+    d = declared().get(runtime)
+    return f"environment {d.env}, adapter {d.adapter}: " if d else ""
 
 
 def server(name: str) -> EnvServer:
@@ -236,11 +338,20 @@ class EnvRacers:
                                            "graph": self.graph.to_dict(), "run": run_id, "value": value,
                                            "labels": list(labels), "jitters": list(jitters_s),
                                            "timeout": self.timeout_s})
-        answers = reply["answers"]
-        failed = [(label, a["error"]) for label, a in zip(labels, answers) if a is not None and "error" in a]
-        if failed:  # no race was run: never a framework's answer (a hung racer, None, is)
-            raise PluginFailed(self.runtime, "; ".join(f"{label}: {why}" for label, why in failed[:2])
-                               + (f" (and {len(failed) - 2} more racers)" if len(failed) > 2 else ""))
+        answers = reply.get("answers") if isinstance(reply, dict) else None
+        if not isinstance(answers, list) or len(answers) != len(labels):
+            raise PluginFailed(self.runtime, f"{where(self.runtime)}the race answered {str(reply)[:80]}, not "
+                                             f"{len(labels)} answers (call race {labels[0]})")
+        # a racer that raised (undeclared), exited, hung or answered malformed: never a framework's answer, and the
+        # race is not run again (issue 24 §1)
+        failed = [(label, "no answer within the race's time limit (hung or exited)" if a is None else
+                   a.get("error") or f"answered {str(a)[:60]}") for label, a in zip(labels, answers)
+                  if a is None or "status" not in a]
+        if failed:
+            raise PluginFailed(self.runtime, f"{where(self.runtime)}"
+                               + "; ".join(f"racer {label}: {why}" for label, why in failed[:2])
+                               + (f" (and {len(failed) - 2} more racers)" if len(failed) > 2 else "")
+                               + " (call race)")
         return answers
 
     def close(self) -> None:

@@ -69,10 +69,11 @@ class ResumeFrameworks(FaultCells):
     def check(self, options: Options) -> None:
         from runners.resume import envs
 
+        envs.check_declarations()
         super().check(options)
         for rt in self.runtime_names(options):
             if rt in declared():
-                envs.ensure(declared()[rt].env)
+                envs.ensure_row(declared()[rt])
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         reps = self.repetitions(profile, options)

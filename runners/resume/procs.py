@@ -120,8 +120,10 @@ class ForkedExecutor:
         if "error" in reply and getattr(resolve(self.runtime, "resume"), "errors_are_outcomes", False):
             # a framework under test raised from its own API: its behaviour, a failed call (DurableRuntime)
             return CallResult("fail", None, start, time.time(), pid, False, reply["error"])
-        # the runtime's own code failed: never an outcome of the call (runners.plugins)
-        raise PluginFailed(self.runtime, f"{reply.get('plugin') or reply.get('error')} (call {label}, pid {pid})")
+        # the runtime's own code failed (a framework env's adapter: raised, exited, hung, answered malformed or
+        # undeclared): never an outcome of the call (runners.plugins; issue 24 §1)
+        raise PluginFailed(self.runtime, f"{envs.where(self.runtime)}{reply.get('plugin') or reply.get('error')} "
+                                         f"(call {call} {label}, pid {pid})")
 
 
 class InProcessExecutor:

@@ -40,7 +40,7 @@ from typing import Any
 from agent_framework import (Executor, FileCheckpointStorage, WorkflowBuilder, WorkflowContext, handler,
                              response_handler)
 
-from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, REFUSED,
+from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, REFUSED,
                        Adapter)
 
 WORKFLOW = "driftlab-graph"
@@ -96,6 +96,9 @@ class AgentFrameworkAdapter(Adapter):
     """Microsoft Agent Framework behind the durable-runtime interface (module docstring)."""
 
     name = "agent-framework"
+    #: Agent Framework's answers (issue 24 §1): responses sent with no request pending
+    ANSWERS = (Answer(REFUSED, r"No pending requests", "Agent Framework: RuntimeError 'No pending requests found'"),
+               Answer(REFUSED, r"the run never asked for a response", "the contract: a resume of a run never parked"))
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)

@@ -80,7 +80,7 @@ from crewai.flow.human_feedback import human_feedback  # noqa: E402
 from crewai.flow.persistence import SQLiteFlowPersistence, persist  # noqa: E402
 from pydantic import PrivateAttr  # noqa: E402
 
-from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,  # noqa: E402
+from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,  # noqa: E402
                        REFUSED, Adapter)
 
 # the flow's auto-created memory imports LanceDB, which the fork server imports once (WARM) before it forks each
@@ -182,6 +182,10 @@ class CrewAIAdapter(Adapter):
     """CrewAI Flows behind the durable-runtime interface (module docstring)."""
 
     name = "crewai"
+    #: CrewAI's answers (issue 24 §1): feedback for a flow with none pending; a resume addressed to a state id
+    ANSWERS = (Answer(REFUSED, r"No pending feedback found for flow_id", "CrewAI: ValueError from resume()"),
+               Answer(REFUSED, r"CrewAI resumes a flow's pending feedback by flow id only",
+                      "CrewAI: resume() takes the flow id"))
     #: the auto-created flow memory imports LanceDB (seconds): once in the server, not in every call's child
     WARM = {**Adapter.WARM, "sqlite": ("crewai.memory.storage.lancedb_storage",)}
 

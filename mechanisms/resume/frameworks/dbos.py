@@ -65,7 +65,7 @@ from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID
 from dbos import error as dbos_error
 from dbos._utils import INTERNAL_QUEUE_NAME
 
-from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED,
+from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED,
                        REFUSED, Adapter, current)
 
 TOPIC = "decision"
@@ -130,6 +130,12 @@ class DBOSAdapter(Adapter):
     """DBOS behind the durable-runtime interface (module docstring)."""
 
     name = "dbos"
+    #: DBOS's answers (issue 24 §1): ``send`` to an unknown workflow id, a workflow in a terminal failed status
+    #: (``ERROR`` after a step raised, ``CANCELLED``, ``MAX_RECOVERY_ATTEMPTS_EXCEEDED``)
+    ANSWERS = (Answer(REFUSED, r"(DBOS Error \d+: )?Non-existent .*workflow ID: ",
+                      "DBOS: DBOSNonExistentWorkflowError"),
+               Answer(FAILED, r"workflow (ERROR|CANCELLED|MAX_RECOVERY_ATTEMPTS_EXCEEDED)\b",
+                      "DBOS: a workflow's terminal failed statuses"))
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)

@@ -47,7 +47,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, Field
 
-from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, FAILED,
+from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, FAILED,
                        PARKED, PARKED_POINT, REFUSED, Adapter, current)
 
 FIELDS = ("input", "approval", "steps", "log")
@@ -108,6 +108,13 @@ class LangGraphAdapter(Adapter):
     """Stock LangGraph (module docstring)."""
 
     name = "langgraph"
+    #: LangGraph's answers (issue 24 §1): a pydantic state that fails validation (``ValidationError`` from
+    #: ``invoke``/``get_state``), an update it rejects (``InvalidUpdateError``), REMIT's refusals (its README)
+    ANSWERS = (Answer(FAILED, r"\w*ValidationError: ", "LangGraph: a pydantic state schema is validated on load"),
+               Answer(REFUSED, r"InvalidUpdateError: ", "LangGraph: update_state rejects an unknown channel"),
+               Answer(FAILED, r"InvalidUpdateError: ", "LangGraph: a node's update to an unknown channel"),
+               Answer(REFUSED, r"RemitConsumeConflict: ", "REMIT: a second consumption is refused"),
+               Answer(FAILED, r"Remit\w*Error: ", "REMIT: a checkpoint-validity violation is refused"))
     WARM = {"postgres": ("psycopg", "langgraph.checkpoint.postgres")}
 
     @classmethod

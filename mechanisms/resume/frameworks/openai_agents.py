@@ -71,7 +71,7 @@ from agents import (Agent, Model, ModelResponse, RunConfig, RunContextWrapper, R
                     function_tool, set_tracing_disabled)
 from agents.testing import assistant_message, function_call
 
-from .protocol import AFTER_NODE_BEFORE_CHECKPOINT, DONE, DURING_CHECKPOINT_WRITE, PARKED, REFUSED, Adapter
+from .protocol import Answer, AFTER_NODE_BEFORE_CHECKPOINT, DONE, DURING_CHECKPOINT_WRITE, PARKED, REFUSED, Adapter
 
 AGENT = "driftlab-graph"
 
@@ -115,6 +115,8 @@ class OpenAIAgentsAdapter(Adapter):
     """The OpenAI Agents SDK behind the durable-runtime interface (module docstring)."""
 
     name = "openai-agents"
+    #: the OpenAI Agents SDK's answers (issue 24 §1): a state it will not run (``UserError``)
+    ANSWERS = (Answer(REFUSED, r"UserError: ", "OpenAI Agents: RunState.from_string / Runner.run UserError"),)
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)

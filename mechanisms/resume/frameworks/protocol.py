@@ -132,13 +132,14 @@ import importlib.util
 import json
 import multiprocessing
 import os
+import re
 import select
 import signal
 import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 # ----------------------------------------------------------------- the names (equal to vocabulary.resume's; tested)
 PARKED, DONE, REFUSED, FAILED = "parked", "done", "refused", "failed"
@@ -150,6 +151,33 @@ POINTS = (BEFORE_NODE, AFTER_EFFECT, AFTER_NODE_BEFORE_CHECKPOINT, DURING_CHECKP
 NODE_RUN, CONSUME = "node", "consume"
 CALL_TIMEOUT_S = 60
 PACKAGE = "driftlab_frameworks"
+
+
+# ----------------------------------------------------------------- the answers besides served (issue 24 §1)
+class Answer(NamedTuple):
+    """A refusal or failure the framework is documented to give: a call's ``refused``/``failed`` answer (or an
+    exception it raised) counts as the framework's own outcome only when its one-line reason matches ``pattern``
+    (a regular expression matched at the start of the reason) of an answer of that ``state``."""
+
+    state: str  # REFUSED or FAILED
+    pattern: str
+    source: str  # where the framework (or the lab's contract) says it answers so
+
+
+#: the answers every adapter may give: the contract's own refusals of a call on a run, workflow or checkpoint the
+#: store does not hold, or of a start or fork onto a run id that exists (contract §5)
+LAB_ANSWERS = (
+    Answer("refused", r"(run|workflow|flow) '[^']*' exists$", "the contract: a start or fork onto an existing run id"),
+    Answer("refused", r"no (checkpoint|snapshot|saved state|persisted state|workflow|run)\b",
+           "the contract: a call on a run or checkpoint the store does not hold"),
+)
+#: the calls that answer a status, and the states a status may have
+STATUS_CALLS = ("start", "resume", "fork", "recover", "state", "replay", "update")
+
+
+class AdapterFault(Exception):
+    """The adapter (the lab's code in the env) raised, answered malformed, or gave an undeclared refusal: the lab
+    stops the run, it is never a framework's outcome."""
 
 
 # ----------------------------------------------------------------- the graph
@@ -259,10 +287,18 @@ class Adapter:
     """A framework behind the durable-runtime interface (module docstring, "How to write an adapter")."""
 
     name = "adapter"
+    #: the refusals and failures this framework is documented to give (:class:`Answer`, beside
+    #: :data:`LAB_ANSWERS`): any other ``refused``/``failed`` answer, any other exception, an exit, a hang or a
+    #: malformed answer is the adapter's fault and stops the run (issue 24 §1)
+    ANSWERS: tuple[Answer, ...] = ()
 
     def __init__(self, backend: dict, graph: Graph, hooks: KillAtPoint | None = None, options: dict | None = None):
         global _CURRENT
         _CURRENT = self
+        #: what the lab's own code raised inside a node (run_node) in this call: a fault of the adapter's call
+        #: whatever the framework made of it (a framework that turns a node's exception into a failed run)
+        self.faults: list[str] = []
+        self.nodes_run = 0  # nodes this call ran (a refusal comes before any)
         self.backend, self.graph = backend, graph
         self.hooks = hooks or KillAtPoint()
         self.options = dict(options or {})
@@ -335,16 +371,49 @@ class Adapter:
         """The node at ``step``: points, trace, declared work, effects; the new state (you persist it)."""
         node = self.graph.nodes[step]
         self.point(BEFORE_NODE, run_id, step)
-        self.ledger.trace(run_id, step, node["name"], NODE_RUN, None, op=self.hooks.op)
-        if node["interrupt"]:
-            self.ledger.trace(run_id, step, node["name"], CONSUME, resume, op=self.hooks.op)
-        if node["work_ms"]:
-            time.sleep(node["work_ms"] / 1000)
-        new = self.graph.apply(step, state, resume)
-        for key in node["effects"]:
-            self.fire_effect(run_id, self.graph.task(step), key, self.graph.payload(step, key, new))
-            self.point(AFTER_EFFECT, run_id, step)
+        self.nodes_run += 1
+        try:
+            self.ledger.trace(run_id, step, node["name"], NODE_RUN, None, op=self.hooks.op)
+            if node["interrupt"]:
+                self.ledger.trace(run_id, step, node["name"], CONSUME, resume, op=self.hooks.op)
+            if node["work_ms"]:
+                time.sleep(node["work_ms"] / 1000)
+            new = self.graph.apply(step, state, resume)
+            for key in node["effects"]:
+                self.fire_effect(run_id, self.graph.task(step), key, self.graph.payload(step, key, new))
+                self.point(AFTER_EFFECT, run_id, step)
+        except Exception as exc:  # noqa: BLE001 - recorded (the lab's own code failed), then raised as before
+            self.faults.append(f"node {node['name']}: {_one_line(exc)}")
+            raise
         return new
+
+    def declared(self, state: str, reason: str) -> bool:
+        """Whether ``reason`` is an answer of ``state`` this adapter declares (:attr:`ANSWERS`, :data:`LAB_ANSWERS`)."""
+        return any(a.state == state and re.match(a.pattern, reason or "") for a in (*LAB_ANSWERS, *self.ANSWERS))
+
+    def judge(self, call: str, result: Any) -> Any:
+        """``result`` if it is a well-formed, declared answer of ``call``; else :class:`AdapterFault` (one line)."""
+        if self.faults:
+            raise AdapterFault(f"the lab's code raised inside {self.faults[0]}")
+        problem = malformed(call, result)
+        if problem:
+            raise AdapterFault(f"{call} answered {problem}")
+        if call in STATUS_CALLS and result["state"] in (REFUSED, FAILED) \
+                and not self.declared(result["state"], result["reason"]):
+            raise AdapterFault(f"{call} answered {result['state']} with an undeclared reason "
+                               f"({result['reason'] or 'none'}): declare it in ANSWERS if the framework documents it")
+        return result
+
+    def answer_to(self, call: str, args: dict, exc: BaseException) -> dict:
+        """A framework's exception as the call's answer when declared (refused only if no node ran in this call,
+        else failed); :class:`AdapterFault` otherwise."""
+        reason = _one_line(exc)
+        if not self.faults and call in STATUS_CALLS:
+            for state in (REFUSED, FAILED):
+                if self.declared(state, reason):
+                    run = args.get("new_run_id") or args.get("run_id") or args.get("run") or ""
+                    return self.status(run, FAILED if self.nodes_run else state, reason=reason)
+        raise AdapterFault(f"{call} raised {self.faults[0] if self.faults else reason}") from None
 
     def interrupt_payload(self, run_id: str) -> dict:
         return {"run": run_id, "node": self.graph.names[self.graph.interrupt_step], "question": "approve?"}
@@ -422,6 +491,35 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+_OPT_STR = (str, type(None))
+
+
+def malformed(call: str, result: Any) -> str:
+    """What is wrong with ``result`` as the answer of ``call`` ("" if nothing): a status is a dict with ``run``
+    (str), ``state`` (parked|done|refused|failed), ``checkpoint``/``node`` (str or None), ``values`` (dict or
+    None), ``reason`` (str); ``checkpoints`` is a list of checkpoint dicts (:meth:`Adapter.checkpoint`)."""
+    if call in STATUS_CALLS:
+        if not isinstance(result, dict):
+            return f"{type(result).__name__} {str(result)[:60]!r}, not a status"
+        kinds = {"run": str, "state": str, "checkpoint": _OPT_STR, "node": _OPT_STR, "values": (dict, type(None)),
+                 "reason": str}
+        for key, kind in kinds.items():
+            if key not in result:
+                return f"a status without {key!r}"
+            if not isinstance(result[key], kind):
+                return f"a status whose {key!r} is {type(result[key]).__name__}"
+        if result["state"] not in (PARKED, DONE, REFUSED, FAILED):
+            return f"a status in state {result['state']!r} (parked, done, refused or failed)"
+    elif call == "checkpoints":
+        if not isinstance(result, list):
+            return f"{type(result).__name__}, not a list of checkpoints"
+        kinds = {"checkpoint": str, "run": str, "step": int, "next": _OPT_STR, "values": dict, "parked": bool}
+        for cp in result:
+            if not isinstance(cp, dict) or any(k not in cp or not isinstance(cp[k], t) for k, t in kinds.items()):
+                return f"a checkpoint that is not {{checkpoint, run, step, next, values, parked}}: {str(cp)[:80]}"
+    return ""
+
+
 class Server:
     """The env's fork server for one adapter class (module docstring)."""
 
@@ -457,19 +555,28 @@ class Server:
         die_with_parent(parent)
         os.close(rfd)
         before = set(sys.modules)
+        rt = None
         try:
             rt = self.build(req, KillAtPoint(req.get("label", ""), req.get("crash"), wfd))
-            result = getattr(rt, req["call"])(**req.get("args", {}))
+            try:
+                result = getattr(rt, req["call"])(**req.get("args", {}))
+            except AdapterFault:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a declared answer of the framework, or the adapter's fault
+                result = rt.answer_to(req["call"], req.get("args", {}), exc)
+            result = rt.judge(req["call"], result)
             if isinstance(result, dict) and result.get("state") in (PARKED, DONE) and req["call"] != "state":
                 head = rt.state(result["run"])  # an answer the store contradicts is an error, not a pass
                 if head.get("state") != result["state"]:
-                    raise RuntimeError(f"adapter answered {result['state']!r} for run {result['run']} but its store "
+                    raise AdapterFault(f"adapter answered {result['state']!r} for run {result['run']} but its store "
                                        f"says {head.get('state')!r} ({head.get('reason') or 'no reason'})")
             # no close: the process ends right after, as a crashed one would
             imported = [name for name, m in list(sys.modules.items()) if name not in before and m is not None]
             os.write(wfd, ("S" + json.dumps({"status": result, "imported": imported}, default=str) + "\n").encode())
-        except Exception as exc:  # noqa: BLE001 - the lab records a failed call with this one line
-            os.write(wfd, ("E" + json.dumps(_one_line(exc)) + "\n").encode())
+        except Exception as exc:  # noqa: BLE001 - the lab stops the run with this one line (issue 24 §1)
+            text = str(exc) if isinstance(exc, AdapterFault) else (
+                f"{'building the adapter' if rt is None else req['call']} raised {_one_line(exc)}")
+            os.write(wfd, ("E" + json.dumps(text) + "\n").encode())
 
     def call(self, req: dict) -> dict:
         rfd, wfd = os.pipe()
@@ -516,9 +623,16 @@ class Server:
             time.sleep(req["jitters"][i])
         start = time.time()
         try:
-            status = rt.resume(req["run"], req["value"])
-        except Exception as exc:  # noqa: BLE001 - the racer's call failed: recorded as such
-            status = {"run": req["run"], "state": FAILED, "reason": _one_line(exc)}
+            try:
+                status = rt.resume(req["run"], req["value"])
+            except AdapterFault:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a declared answer of the framework, or the adapter's fault
+                status = rt.answer_to("resume", {"run_id": req["run"]}, exc)
+            status = rt.judge("resume", status)
+        except Exception as exc:  # noqa: BLE001 - never a framework's answer: the lab stops the run
+            os.write(wfd, (json.dumps({"error": f"in the race: {exc}"}) + "\n").encode())
+            return
         os.write(wfd, (json.dumps({"status": status, "released": released, "start": start, "end": time.time(),
                                    "pid": os.getpid()}, default=str) + "\n").encode())
 
@@ -562,9 +676,18 @@ def load_package() -> None:
 
 
 def adapter_class(path: str) -> type:
-    """``"<module>:<Class>"`` of this folder, imported as ``driftlab_frameworks.<module>``."""
+    """``"<module>:<Class>"`` of this folder, imported as ``driftlab_frameworks.<module>``; or ``"/abs/file.py:Class"``
+    (an adapter kept outside the lab, e.g. the tests' planted ones), imported as ``driftlab_frameworks.<file stem>``
+    so that it may import this folder's adapters relatively (``from .langgraph import ...``)."""
     load_package()
-    module, _, cls = path.partition(":")
+    module, _, cls = path.rpartition(":")
+    if module.endswith(".py"):
+        name = f"{PACKAGE}.{Path(module).stem}"
+        spec = importlib.util.spec_from_file_location(name, module)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return getattr(mod, cls)
     return getattr(importlib.import_module(f"{PACKAGE}.{module}"), cls)
 
 

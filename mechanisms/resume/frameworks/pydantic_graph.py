@@ -74,14 +74,14 @@ from pydantic_graph.persistence.file import FileStatePersistence
 # very point, recorded by the lab (CV); the warning would only flood the lab's terminal
 warnings.filterwarnings("ignore", message="Pydantic serializer warnings")
 
-from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, FAILED,
+from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE, FAILED,
                        PARKED, REFUSED, Adapter)
 
 FIELDS = ("input", "approval", "steps", "log")
 #: what pydantic-graph raises as an answer: no snapshot to restore or a snapshot in the wrong status
 #: (GraphRuntimeError, GraphNodeStatusError), a snapshot id it does not hold (LookupError), a persisted file it
 #: cannot validate (pydantic.ValidationError)
-ANSWERS = (GraphRuntimeError, LookupError, pydantic.ValidationError)
+RAISED = (GraphRuntimeError, LookupError, pydantic.ValidationError)
 
 
 class LabStateModel(BaseModel):
@@ -163,6 +163,18 @@ class PydanticGraphAdapter(Adapter):
     """pydantic-graph 1.x behind the durable-runtime interface (module docstring)."""
 
     name = "pydantic-graph"
+    #: pydantic-graph's answers (issue 24 §1): no snapshot it can restore or one in the wrong status
+    #: (``GraphRuntimeError``, ``GraphNodeStatusError``: the file lock too), a snapshot id it does not hold
+    #: (``LookupError``), a file it cannot validate (``ValidationError``), a head left 'running' by a kill
+    ANSWERS = (*(Answer(s, r"(GraphRuntimeError|GraphNodeStatusError|LookupError|KeyError|\w*ValidationError): ",
+                        "pydantic-graph: its persistence's exceptions") for s in (REFUSED, FAILED)),
+               Answer(REFUSED, r"pydantic-graph resumes the next 'created' snapshot only",
+                      "pydantic-graph: iter_from_persistence takes no snapshot id"),
+               *(Answer(s, r"FileNotFoundError: .*\.pydantic-graph-persistence-lock'$",
+                        "pydantic-graph: FileStatePersistence's lock file, removed under a concurrent holder (its "
+                        "own code, racing; judged the framework's behaviour)") for s in (REFUSED, FAILED)),
+               Answer(FAILED, r"the newest snapshot \(\w+\) is '\w+' and none is 'created'",
+                      "pydantic-graph: nothing to restore after a kill inside a node"))
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)
@@ -223,7 +235,7 @@ class PydanticGraphAdapter(Adapter):
             return self.status(run_id, REFUSED, reason=f"run {run_id!r} exists")
         try:
             self.loop.run_until_complete(self._start(run_id, input))
-        except ANSWERS as exc:
+        except RAISED as exc:
             return self._answered(run_id, exc, refused=False)
         return self.answer(run_id)
 
@@ -232,7 +244,7 @@ class PydanticGraphAdapter(Adapter):
             return self.status(run_id, REFUSED, reason="pydantic-graph resumes the next 'created' snapshot only")
         try:
             self.loop.run_until_complete(self._from_persistence(run_id, value))
-        except ANSWERS as exc:
+        except RAISED as exc:
             return self._answered(run_id, exc, refused=True)
         return self.answer(run_id)
 
@@ -248,7 +260,7 @@ class PydanticGraphAdapter(Adapter):
             return self.state(run_id)
         try:
             self.loop.run_until_complete(self._from_persistence(run_id, None))
-        except ANSWERS as exc:
+        except RAISED as exc:
             return self._answered(run_id, exc, refused=False)
         return self.answer(run_id)
 

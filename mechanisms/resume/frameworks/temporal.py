@@ -67,7 +67,7 @@ from temporalio.worker import Worker
 from temporalio.worker._worker import load_default_build_id
 
 from . import temporal_workflows as tw
-from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PACKAGE, PARKED,
+from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PACKAGE, PARKED,
                        REFUSED, Adapter, current)
 
 
@@ -126,6 +126,12 @@ class TemporalAdapter(Adapter):
     """Temporal behind the durable-runtime interface (module docstring)."""
 
     name = "temporal"
+    #: Temporal's answers (issue 24 §1): a signal to a finished workflow (NOT_FOUND "workflow execution already
+    #: completed"), a workflow that ended otherwise than COMPLETED
+    ANSWERS = (Answer(REFUSED, r"workflow execution already completed", "Temporal: signal to a closed workflow"),
+               Answer(REFUSED, r"workflow not found for ID: ", "Temporal: signal to an unknown workflow id"),
+               Answer(FAILED, r"workflow (FAILED|CANCELED|TERMINATED|TIMED_OUT|CONTINUED_AS_NEW)\b",
+                      "Temporal: a workflow's closed statuses other than COMPLETED"))
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)
