@@ -26,7 +26,13 @@ COLUMNS = ["runtime", "fault", "k", "property", "repetitions", "verdict", "effec
            "stuck_before_recovery", "stuck_after_recovery", "state_before_recovery", "state_after_recovery", "served",
            "refused", "indeterminate", "crashes", "evidence", "calls", "witness"]
 #: the faults in the order faults/resume/nemesis.py declares them (the baseline first); others follow as found
-ORDER = ("none", "partition", "cut_at_commit", "slow_store", "store_crash", "client_paused")
+ORDER = ("none", "partition", "cut_at_commit", "slow_store", "store_crash", "client_paused", "sigkill",
+         "partition+sigkill", "store_crash+sigkill", "client_paused+sigkill")
+
+
+def baseline(fault: str) -> str:
+    """The cell a fault is compared with: ``none``; ``sigkill`` for a fault combined with a SIGKILL."""
+    return "sigkill" if fault.endswith("+sigkill") else "none"
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
@@ -105,12 +111,12 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         cells = {(rt, f): cell_says(g) for (rt, f), g in t.groupby(["runtime", "fault"], sort=False)}
         matrices.append(Matrix(f"runtime x fault, k = {k} hosts", runtimes, faults, cells))
         for (rt, f), g in t.groupby(["runtime", "fault"], sort=False):
-            base = t[(t["runtime"] == rt) & (t["fault"] == "none")]
+            base = t[(t["runtime"] == rt) & (t["fault"] == baseline(f))]
             r0 = g.iloc[0]
             wit = g.loc[g["witness"] != "", ["property", "witness"]]
             line = f"k={k}, {rt}, {f}: {cell_says(g)}."
-            if f != "none" and len(base):
-                line += f" Against no fault: {_changes(base, g)}."
+            if f != baseline(f) and len(base):
+                line += f" Against {'no fault' if baseline(f) == 'none' else 'the SIGKILL alone'}: {_changes(base, g)}."
             line += f" Evidence: {r0['evidence']}. Calls: {r0['calls']}."
             if len(wit):
                 line += f" Witness ({wit.iloc[0]['property']}): {wit.iloc[0]['witness']}"

@@ -24,7 +24,9 @@ namespace, all resuming the same parked interrupt with the same value:
 6. if the run is not done, one recovery (the runtime's documented one) from
    host 0: the table says whether the run was stuck before it.
 
-The faults (``none`` is the same schedule without one: the baseline):
+The faults (``none`` is the same schedule without one: the baseline; the paper
+profile adds :data:`COMBINED`, each fault with the victim SIGKILLed at its
+point while the fault holds, beside ``sigkill`` alone):
 
 - ``partition``: the victim's link goes down while it stands at its point,
   and heals ``heal_s`` later; the others run meanwhile;
@@ -64,6 +66,18 @@ class Fault:
     heal_s: float = 0.0
     delay_ms: float = 0.0
     stagger_s: float = 0.0
+    kill: bool = False  # combined with a SIGKILL of the victim at its point, while the fault holds
+
+    @property
+    def kind(self) -> str:
+        """The nemesis fault without its SIGKILL (``partition+sigkill`` -> ``partition``; ``sigkill`` -> ``none``)."""
+        base = self.name.removesuffix("+sigkill")
+        return "none" if base == "sigkill" else base
+
+    @property
+    def baseline(self) -> str:
+        """The cell this one is compared with: ``none``, or ``sigkill`` for a combined fault."""
+        return "sigkill" if self.kill and self.name != "sigkill" else "none"
 
 
 AT_CLAIM = (AFTER_RESUME_CONSUMED, "approve")  # the lab's approval graph: the interrupt node is ``approve``
@@ -82,7 +96,14 @@ FAULTS = (
     Fault("client_paused", "SIGSTOP of the victim while it holds the claim; SIGCONT 3 s later", AT_CLAIM,
           heal_s=3.0),
 )
-BY_NAME = {f.name: f for f in FAULTS}
+#: the paper profile's combinations: each fault that has a point, with the victim SIGKILLed there while the fault
+#: holds (a worker that dies partitioned, paused, or across the store's crash); ``sigkill`` alone is their baseline
+SIGKILL = Fault("sigkill", "no nemesis fault; the victim is SIGKILLed at its point while it holds the claim", AT_CLAIM,
+                kill=True)
+COMBINED = (SIGKILL, *(Fault(f"{f.name}+sigkill", f"{f.says}; the victim is SIGKILLed at its point while the fault "
+                             "holds", f.pause, f.proxy, f.heal_s, f.delay_ms, f.stagger_s, kill=True)
+                       for f in FAULTS if f.pause and f.name != "none"))
+BY_NAME = {f.name: f for f in (*FAULTS, *COMBINED)}
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ import time
 import uuid
 from pathlib import Path
 
-from faults.resume.nemesis import FAULTS, SUBJECTS, claim, fault
+from faults.resume.nemesis import COMBINED, FAULTS, SUBJECTS, claim, fault
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.processes import fork_start, read_line
 from runners.resume import hosts as hostlib
@@ -109,7 +109,9 @@ def _resumer(netns: str, runtime: str, backend: dict, graph: dict, call: str, ru
     answer: dict = {"pid": os.getpid()}
     start = time.time()
     try:
-        rt = build(runtime, Backend(**backend), GraphSpec.from_dict(graph), _PauseAt(label, pause, wfd, rfd))
+        rt, attempts = _connect(runtime, backend, graph, _PauseAt(label, pause, wfd, rfd))
+        if attempts > 1:
+            answer["connect_attempts"] = attempts
         start = time.time()
         st = rt.resume(run, VALUE) if call == "resume" else rt.recover(run)
         answer["status"] = st.to_dict()
@@ -131,6 +133,25 @@ def _resumer(netns: str, runtime: str, backend: dict, graph: dict, call: str, ru
             answer["error"] = describe(exc)
     answer.update(start=start, end=time.time())
     os.write(wfd, (json.dumps(answer, default=str) + "\n").encode())
+
+
+CONNECT_ATTEMPTS, CONNECT_BACKOFF_S = 20, 0.5
+
+
+def _connect(runtime: str, backend: dict, graph: dict, hooks):
+    """Build the runtime (it connects), trying again while the store cannot be reached, as a client does:
+    connecting is not the call, so a refused or unreachable connection is never recorded as one.  Bounded:
+    :data:`CONNECT_ATTEMPTS` tries, :data:`CONNECT_BACKOFF_S` apart; the last failure propagates."""
+    from runners.plugins import is_store_fault
+
+    for attempt in range(1, CONNECT_ATTEMPTS + 1):
+        try:
+            return build(runtime, Backend(**backend), GraphSpec.from_dict(graph), hooks), attempt
+        except Exception as exc:  # noqa: BLE001 - only a store that cannot be reached is tried again
+            if not is_store_fault(exc) or attempt == CONNECT_ATTEMPTS:
+                raise
+            time.sleep(CONNECT_BACKOFF_S)
+    raise AssertionError("unreachable")
 
 
 class _Call:
@@ -289,15 +310,15 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                 evidence.append(f"the victim answered before its point ({(victim.answer or {}).get('status', {}).get('state')})")
             # 2. the fault lands
             healed_at = None
-            if f.name == "partition" and victim.at:
+            if f.kind == "partition" and victim.at:
                 hs.down(0)
                 evidence.append(f"link {hs[0].link} down at the victim's {f.pause[0]}")
-            elif f.name == "store_crash" and victim.at:
+            elif f.kind == "store_crash" and victim.at:
                 pid = pg.crash()
                 pg.restart()
                 evidence.append(f"postmaster {pid} SIGKILLed at the victim's {f.pause[0]}; restarted"
                                 + (" with crash recovery" if pg.recovered() else ""))
-            elif f.name == "client_paused" and victim.at:
+            elif f.kind == "client_paused" and victim.at:
                 os.kill(victim.pid, signal.SIGSTOP)
                 evidence.append(f"victim pid {victim.pid} SIGSTOPped at {f.pause[0]}")
             elif f.proxy == "cut":
@@ -313,6 +334,12 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
             elif f.proxy == "slow":
                 evidence.append(f"the proxy held every reply to the victim {f.delay_ms:g} ms")
                 time.sleep(f.stagger_s)
+            if f.kill and victim.at:  # combined: the victim dies at its point while the fault holds
+                os.kill(victim.pid, signal.SIGKILL)
+                os.waitpid(victim.pid, 0)
+                victim.answer = {"indeterminate": f"SIGKILL at {f.pause[0]} of {f.pause[1]}", "pid": victim.pid,
+                                 "start": victim.started, "killed_by": 9}
+                evidence.append(f"victim pid {victim.pid} SIGKILLed at {f.pause[0]}")
             # 3. the others resume
             others = [launch(i) for i in range(1, k)]
             blocked = []
@@ -321,17 +348,19 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                 if o.result(max(0.0, deadline - time.monotonic())) is None:
                     blocked.append(o)
             # 4. the fault heals; the victim goes on
-            if f.name == "partition" and victim.at:
+            if f.kind == "partition" and victim.at:
                 time.sleep(max(0.0, f.heal_s - (time.time() - victim.at["t"])))
                 hs.up(0)
                 healed_at = time.time()
                 evidence.append(f"healed after {healed_at - victim.at['t']:.1f} s")
-            elif f.name == "client_paused" and victim.at:
+            elif f.kind == "client_paused" and victim.at:
                 time.sleep(max(0.0, f.heal_s - (time.time() - victim.at["t"])))
-                os.kill(victim.pid, signal.SIGCONT)
+                if not f.kill:
+                    os.kill(victim.pid, signal.SIGCONT)
                 healed_at = time.time()
-                evidence.append(f"SIGCONT after {healed_at - victim.at['t']:.1f} s")
-            if victim.at:
+                evidence.append(("SIGCONT" if not f.kill else "the pause ended (the victim was already killed)")
+                                + f" after {healed_at - victim.at['t']:.1f} s")
+            if victim.at and not f.kill:
                 victim.go()
             for c in [victim, *others]:
                 if c.result(CALL_S) is None:
@@ -396,10 +425,16 @@ def _said(c: _Call) -> str:
     a = c.answer or {}
     if "indeterminate" in a:
         return f"{c.label}: indeterminate ({a['indeterminate'][:80]})"
+    if a.get("connect_attempts"):
+        return f"{c.label}: " + _said_status(a) + f" (connected at attempt {a['connect_attempts']})"
+    return f"{c.label}: " + _said_status(a)
+
+
+def _said_status(a: dict) -> str:
     if "status" in a:
         s = a["status"]
-        return f"{c.label}: {s['state']}" + (f" ({s['reason'][:80]})" if s.get("reason") else "")
-    return f"{c.label}: {a.get('error', 'no answer')}"
+        return s["state"] + (f" ({s['reason'][:80]})" if s.get("reason") else "")
+    return a.get("error", "no answer")
 
 
 def _record(rec: Recorder, c: _Call, run: str) -> None:
@@ -478,7 +513,7 @@ class ResumeNemesis(Experiment):
         if reps < 1:
             raise DriftlabError(f"--repetitions must be at least 1, got {reps}")
         return [Cell(self.name, (("runtime", rt), ("fault", f.name), ("k", k)), reps, seed)
-                for rt in subjects for k in ks for f in FAULTS]
+                for rt in subjects for k in ks for f in (FAULTS if profile == "quick" else (*FAULTS, *COMBINED))]
 
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
         p = cell.p
