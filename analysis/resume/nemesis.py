@@ -159,11 +159,13 @@ def _answers(tab: pd.DataFrame) -> list[str]:
 def findings(tab: pd.DataFrame, records: pd.DataFrame) -> list[Finding]:
     out = []
     for rt, t in tab.groupby("runtime", sort=False):
-        cells = t.groupby(["fault", "k"], sort=False)
-        broken = [f"{f} (k={k}): {cell_says(g)}" for (f, k), g in cells
-                  if f != "none" and (cell_says(g) != "holds")]
-        base = [cell_says(g) for (f, _), g in cells if f == "none"]
-        head = (f"without a fault it {base[0]}" if base else "no baseline cell") + "; "
-        out.append(Finding("nemesis", rt, head + ("under every fault it holds" if not broken else
-                                                  "under the nemesis: " + "; ".join(broken)) + "."))
+        says: dict[str, dict[str, list[int]]] = {}  # fault -> what the cell says -> the k it says it at
+        for (f, k), g in t.groupby(["fault", "k"], sort=False):
+            says.setdefault(f, {}).setdefault(cell_says(g), []).append(int(k))
+        ks = lambda k: "k=" + ",".join(map(str, k))  # noqa: E731
+        base = "; ".join(f"{s} ({ks(k)})" for s, k in says.get("none", {}).items()) or "no baseline cell"
+        broken = [f"{f}: {s} ({ks(k)})" for f, by in says.items() if f != "none" for s, k in by.items()
+                  if s != "holds"]
+        out.append(Finding("nemesis", rt, f"without a fault it {base}; " + (
+            "under every fault it holds" if not broken else "under the nemesis: " + "; ".join(broken)) + "."))
     return out
