@@ -338,6 +338,9 @@ class RecoveryDeterminism(_Base):
 class Liveness(_Base):
     """Liveness: refusing every resume, or failing every recovery, is not conformance.
 
+    - a run that never reached done, was served once, and whose every later call was refused or failed
+      (:meth:`stuck`; judged before the two rules below, one witness per run);
+
     - a run that parked and was resumed (by calls that completed) had at least one resume served;
     - a run a crash killed (an indeterminate call), with something of it durable when it was first recovered (a
       checkpoint created before that recovery started) and unfinished in the end (its head short of the last
@@ -352,6 +355,7 @@ class Liveness(_Base):
     def judge(self, v: View) -> CheckResult:
         out, resumed, recovered = [], 0, 0
         for run in v.runs():
+            judged = len(out)
             calls = [c for c in v.calls if c.value.get("run") == run]
             kills = [c.index for c in calls if c.indeterminate]
             after = [c for c in calls if kills and c.index > kills[-1] and not c.indeterminate]  # completed calls
@@ -366,6 +370,10 @@ class Liveness(_Base):
                         f"and every one of the {len(after)} calls after the kill failed (first: "
                         f"{after[0].value.get('reason') or 'no reason given'}): a run that cannot be continued "
                         f"after a crash is not conformance.")))
+            stuck = self.stuck(v, run, calls) if len(out) == judged else None  # one witness per run
+            if stuck is not None:
+                out.append(stuck)
+                continue
             if not any(c.value.get("parked") for c in v.checkpoints_of(run)):
                 continue
             resumes = [c for c in calls if c.name == RESUME and not c.indeterminate]
@@ -379,6 +387,34 @@ class Liveness(_Base):
                     f"(first: {resumes[0].value.get('reason') or 'no reason given'}): refusing everything is not "
                     f"conformance.")))
         return _result(self.name, out, f"{resumed} parked runs resumed, {recovered} crashed runs recovered")
+
+    @staticmethod
+    def stuck(v: View, run: str, calls: list[Operation]) -> Witness | None:
+        """A run that never reached done although it was served once (it parked or progressed), and every call
+        that began after its last served call ended was refused or failed (issue 24 §3: the same rule for every
+        framework; a thread whose later calls all fail after an invalid value is a liveness violation as well as
+        a CV one: the framework persisted a state it cannot load again).  A graph that cannot finish without a
+        schema-invalid state is not judged by this rule unless such a state was persisted (refusing to persist it
+        is CV's conformance).  Calls racing the served one (begun before it ended) are not "later"."""
+        if v.done(run):
+            return None
+        if v.graph and any(n.invalid for n in v.graph.nodes) and not any(
+                v.graph.problems(cp.value.get("values") or {}) for cp in v.checkpoints_of(run)):
+            return None  # the graph cannot finish without a schema-invalid state, and none was persisted: refusing
+            #              to persist it is CV's conformance, not a stuck run
+        served = [c for c in calls if not c.indeterminate and c.status == "ok"]
+        if not served:
+            return None
+        last = max(served, key=lambda c: (c.end or c.start or 0, c.index))
+        after = [c for c in calls if not c.indeterminate and (c.start or 0) > (last.end or last.start or 0)
+                 and c.index != last.index]
+        if not after or any(c.status == "ok" for c in after):
+            return None
+        return Witness((last.index, *(c.index for c in after)), (
+            f"run {run} never reached done: after {last.value.get('op') or last.name} (#{last.index}, "
+            f"{last.value.get('state') or 'served'}) every one of its {len(after)} later calls was refused or failed "
+            f"(first: {after[0].value.get('reason') or after[0].value.get('note') or 'no reason given'}): a run "
+            "that can never continue is not conformance."))
 
 
 CHECKERS = {c.name: c for c in (PrefixConsistency(), EffectExactlyOnce(), ForkDeterminism(), CheckpointValidity(),
