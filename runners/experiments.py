@@ -17,6 +17,7 @@ from runners.resume.guards import ResumeGuards
 from runners.resume.powerloss import ResumePowerloss
 from runners.resume.independence import ResumeIndependence
 from runners.resume.nemesis import ResumeNemesis
+from runners.resume.nemesis_hosts import ResumeHosts
 from runners.resume.overhead import ResumeOverhead
 from runners.resume.profile import ResumeProfile
 from runners.revalidation.durable import RevalidationDurable
@@ -49,6 +50,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     ResumeGuards(),
     ResumePowerloss(),
     ResumeNemesis(),
+    ResumeHosts(),
     # one agent, three failure modes, the guard's layers (issue 15)
     AgentMatrix(),
     AgentOverhead(),

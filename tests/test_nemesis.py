@@ -204,3 +204,19 @@ def _dlnem_processes() -> list[str]:
             if comm.startswith("dlnem-"):
                 out.append(f"{entry.name} {comm}")
     return out + [f"{pid} postgres {f}" for pid, f in pgcluster._postgres_of(None)]
+
+
+@pytest.mark.parametrize("placement,hosts_made", [("k_hosts", 2), ("one_host", 1)])
+def test_racers_on_k_hosts_and_on_one_host_all_answer(netns, shared_pg_untouched, reachable, placement, hosts_made):
+    """resume_hosts: every racer of every race answers, on the hosts its placement names, and saturation is the
+    ledger's count over k."""
+    from runners.resume.nemesis_hosts import race_cell
+
+    rows, history = race_cell("langgraph+guard", placement, 2, 2, reachable)
+    assert len(rows) == 2
+    for r in rows:
+        assert r["hosts"] == hosts_made
+        assert r["served"] + r["refused"] + r["indeterminate"] + r["failed"] == 2
+        assert r["saturation"] == r["effects_fired"] / 2
+    hosts_seen = {op.actor for op in history.operations if op.name == "resume"}
+    assert hosts_seen == ({"resume@h0", "resume@h1"} if placement == "k_hosts" else {"resume@h0"})

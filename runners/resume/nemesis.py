@@ -52,6 +52,7 @@ from vocabulary import History
 from vocabulary.resume import CHECKPOINT, DEFAULT_GRAPH, DONE, EFFECT, FAILED, PARKED, REFUSED, STORES_READ, TRACE, \
     Backend, GraphSpec, Status
 
+READY = "ready"  # the pseudo-point a racer stops at, connected, before its resume (runners/resume/nemesis_hosts.py)
 CALL_S = 60.0  # a resumer that neither answers nor is held by the fault in this time is a failure of the lab
 OTHERS_S = 6.0  # how long the others get while the fault holds (a resumer blocked longer is recorded "blocked")
 PROXY_PORT_OFFSET = 1
@@ -112,6 +113,8 @@ def _resumer(netns: str, runtime: str, backend: dict, graph: dict, call: str, ru
         rt, attempts = _connect(runtime, backend, graph, _PauseAt(label, pause, wfd, rfd))
         if attempts > 1:
             answer["connect_attempts"] = attempts
+        if pause and tuple(pause) == (READY, ""):  # a race: connected, wait for the start signal with the others
+            rt.hooks.point(READY, run, 0, "")
         start = time.time()
         st = rt.resume(run, VALUE) if call == "resume" else rt.recover(run)
         answer["status"] = st.to_dict()
