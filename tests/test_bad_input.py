@@ -560,3 +560,114 @@ def test_a_second_run_into_a_held_folder_is_refused_and_a_killed_run_does_not_bl
     assert rerun.returncode == 0, rerun.stderr
     records = pd.concat(pd.read_parquet(p) for p in (out / "records" / "revalidation_outcomes").glob("*.parquet"))
     assert not records.duplicated(["cell", "repetition"]).any() and len(records) == 5 * 7 * 4 * 200
+
+
+# ---------------------------------------------------------------------------------------------- environments (issue 24)
+ENV = "langgraph-1.2.24"
+ENV_ROW = '[tool.driftlab.runtimes."langgraph@1.2.24"]\n'
+
+
+def scratch_envs(tmp: Path, edit=None, extra: dict[str, str] | None = None) -> Path:
+    """A scratch copy of data/envs/ holding the langgraph-1.2.24 env (its lock: the built env is reused), its
+    pyproject.toml passed through ``edit``, plus ``extra`` env folders (name -> pyproject text, same lock)."""
+    root = tmp / "envs"
+    src = REPO / "data" / "envs" / ENV
+    for name, text in {ENV: (edit or (lambda s: s))((src / "pyproject.toml").read_text()), **(extra or {})}.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "pyproject.toml").write_text(text)
+        (root / name / "uv.lock").write_bytes((src / "uv.lock").read_bytes())
+    return root
+
+
+def _sub(old: str, new: str):
+    def edit(text: str) -> str:
+        assert old in text, old
+        return text.replace(old, new, 1)
+    return edit
+
+
+def _damaged_mark(tmp: Path) -> None:
+    from runners.resume import envs
+
+    path = envs.folder_of(ENV, (REPO / "data" / "envs" / ENV / "uv.lock").read_bytes())
+    path.mkdir(parents=True)
+    (path / envs.MARK).write_text("{")
+
+
+OTHER = (REPO / "data" / "envs" / ENV / "pyproject.toml").read_text().split("[tool.driftlab")[0]
+ENV_ROWS = [
+    # (id, edit of the pyproject, extra env folders, cache setup(tmp) -> cache folder or None, what the line says)
+    ("env-malformed-toml", lambda s: s + "\n[[[\n", None, None, ("pyproject.toml", "malformed TOML")),
+    ("env-unknown-field", _sub(ENV_ROW, ENV_ROW + 'adpater = "x"\n'), None, None, ("pyproject.toml", ".adpater: unknown field")),
+    ("env-mistyped-field", _sub('backends = ["sqlite", "postgres"]', 'backends = "sqlite"'), None, None,
+     ("pyproject.toml", ".backends: a list, not str")),
+    ("env-duplicate-runtime", None, {"langgraph-copy": OTHER + ENV_ROW + 'adapter = "langgraph:LangGraphAdapter"\n'},
+     None, ("langgraph-copy/pyproject.toml", "'langgraph@1.2.24' is declared already")),
+    ("env-colliding-alias", None, {"other": OTHER + '[tool.driftlab.runtimes."other@1.2.24"]\nadapter = "langgraph:LangGraphAdapter"\n'
+                                            'framework = "langgraph"\naliases = ["langgraph@today"]\n'},
+     None, ("other/pyproject.toml", ".aliases: 'langgraph@today' is declared already")),
+    ("env-pin-not-in-lock", _sub('  "langgraph==1.2.24",\n', '  "langgraph==1.2.24",\n  "anyio==0.0.1",\n'), None, None,
+     ("pyproject.toml", "anyio==0.0.1 is not what uv.lock holds")),
+    ("env-release-not-the-pin", _sub('release = "1.2.24"', 'release = "1.2.24.post1"'), None, None,
+     ("pyproject.toml", ".release: '1.2.24.post1', but project.dependencies pins langgraph==1.2.24")),
+    ("env-release-not-installed", lambda s: _sub('release = "1.2.24"', 'release = "1.2.24.post1"')(
+        _sub('"langgraph==1.2.24"', '"langgraph>=1.2"')(s)), None, None,
+     ("environment langgraph-1.2.24: release failed", "declares release 1.2.24.post1", "holds langgraph 1.2.24")),
+    ("env-missing-lock", None, None, "nolock", ("langgraph-1.2.24/uv.lock", "No such file")),
+    ("env-damaged-mark", None, None, "damaged", ("damaged build mark", "driftlab-env.json")),
+    ("env-cache-is-a-file", None, None, "file", ("environment langgraph-1.2.24: cache failed", "afile")),
+]
+
+
+@pytest.mark.parametrize("edit, extra, cache, message", [r[1:] for r in ENV_ROWS], ids=[r[0] for r in ENV_ROWS])
+def test_environment_bad_input_is_one_line_exit_2_and_publishes_nothing(tmp_path, monkeypatch, capsys, edit, extra,
+                                                                          cache, message):
+    """Issue 24 §4-§5, on a scratch copy of data/envs/: a malformed or inconsistent env declaration, a release the
+    env does not hold, a missing lock, a damaged build mark or an unusable cache is one line naming the file (and the
+    field), exit 2, no traceback, no run folder (planted bugs: rows vanishing as 'unknown mechanism', a row published
+    under a release it does not run, tracebacks from the cache)."""
+    from runners.resume import envs
+
+    root = scratch_envs(tmp_path, edit, extra)
+    monkeypatch.setenv("DRIFTLAB_ENVS", str(root))
+    monkeypatch.setattr(envs, "_BUILT", {})
+    if cache == "nolock":
+        (root / ENV / "uv.lock").unlink()
+    elif cache == "damaged":
+        monkeypatch.setenv("DRIFTLAB_ENV_CACHE", str(tmp_path / "cache"))
+        _damaged_mark(tmp_path)
+    elif cache == "file":
+        (tmp_path / "afile").write_text("x")
+        monkeypatch.setenv("DRIFTLAB_ENV_CACHE", str(tmp_path / "afile"))
+    capsys.readouterr()
+    before = snapshot(tmp_path)
+    code = main(["reproduce", "--only", "resume_frameworks", "--mechanisms", "langgraph@1.2.24", "--out",
+                 str(tmp_path / "run"), "--quiet"])
+    _, err = capsys.readouterr()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert all(m in err for m in message), err
+    assert snapshot(tmp_path) == before and not (tmp_path / "run").exists()
+
+
+def test_a_changed_environment_lock_is_a_changed_run(tmp_path, monkeypatch):
+    """Issue 24 §5: the lock hash of every env a run uses is in run.json; a rerun into the folder after the lock
+    changed is refused like any other changed input (planted bug: provenance naming the new lock for cells run under
+    the old one)."""
+    from runners.engine import Request, check_identity, identity
+    from runners.experiment import DriftlabError, Options
+
+    root = scratch_envs(tmp_path)
+    monkeypatch.setenv("DRIFTLAB_ENVS", str(root))
+    request = Request(experiments=("resume_frameworks",), profile="quick", seed=1,
+                      options=Options(mechanisms=("langgraph@1.2.24",)))
+    first = identity(request)
+    assert set(first["env_locks"]) == {ENV}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps(first))
+    assert check_identity(run, identity(request))
+    with (root / ENV / "uv.lock").open("a") as lock:
+        lock.write("\n# changed\n")
+    with pytest.raises(DriftlabError, match=f"environment locks changed since \\({ENV}\\)"):
+        check_identity(run, identity(request))

@@ -160,6 +160,40 @@ def test_env_is_built_from_its_lock_once_and_reused(tmp_path, monkeypatch):
     assert again.reused and again.path == first.path
 
 
+def test_a_build_killed_midway_is_never_marked_built_and_is_rebuilt(tmp_path, monkeypatch):
+    """Issue 24 §5: an env's build is SIGKILLed (with its uv) while uv installs into the temporary folder; nothing is
+    in the env's place, and the next use builds it whole (planted bug: a killed first build left marked built, every
+    later run failing on an ImportError until the folder is deleted by hand)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from runners.resume import envs
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "DRIFTLAB_ENV_CACHE": str(cache)}
+    code = "from runners.resume import envs; envs.ensure('langgraph-1.2.9')"
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=Path(__file__).resolve().parents[1],
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not list(cache.glob(".langgraph-1.2.9-*.tmp-*/lib")):
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    lock = (envs.ENVS / "langgraph-1.2.9" / "uv.lock").read_bytes()
+    place = envs.folder_of("langgraph-1.2.9", lock).name
+    assert proc.returncode == -9 and list(cache.glob(".langgraph-1.2.9-*.tmp-*")), "killed while building"
+    assert not (cache / place).exists()
+    monkeypatch.setenv("DRIFTLAB_ENV_CACHE", str(cache))
+    monkeypatch.setattr(envs, "_BUILT", {})
+    built = envs.ensure("langgraph-1.2.9")
+    assert not built.reused and built.installed["langgraph"] == "1.2.9" and (built.path / envs.MARK).exists()
+    assert not list(cache.glob(".langgraph-1.2.9-*.tmp-*"))
+    ok = subprocess.run([str(built.python), "-c", "import langgraph.graph"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+
+
 @pytest.mark.parametrize("broken,step", [("missing", "read"), ("badlock", "sync")])
 def test_env_failure_is_one_line_naming_env_and_step(tmp_path, monkeypatch, broken, step):
     """A missing or unbuildable env is one line naming it and the failing step (planted bug: a traceback of uv's
