@@ -294,7 +294,7 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
             if f.proxy:
                 port = pg.port + PROXY_PORT_OFFSET
                 c = claim(runtime)
-                proxy = _ProxyProc((hs[0].store_addr, port), str(pg.folder / f".s.PGSQL.{pg.port}"),
+                proxy = _ProxyProc((hs[0].store_addr, port), pg.socket,
                                    f.proxy, c.pattern, c.at, f.delay_ms)
                 victim_backend = at_host(0, port)
                 evidence.append(f"victim dials the proxy at {hs[0].store_addr}:{port}")

@@ -36,6 +36,7 @@ BIN = Path("/usr/lib/postgresql/15/bin")
 PREFIX = "dlnem-pg-"
 USER = "postgres"
 START_S = 30.0
+SOCKET_PATH_MAX = 100  # a Unix socket's path must fit sockaddr_un (107 bytes)
 
 
 class ClusterError(Exception):
@@ -110,17 +111,22 @@ class Cluster:
         _chown(self.folder)
         os.chmod(self.folder, 0o700)
         self.port, self.listen = _free_port(), listen
+        self.sockets = self.folder  # the Unix socket's folder: a short one of its own if the path would be too long
+        if len(str(self.folder / f".s.PGSQL.{self.port}")) > SOCKET_PATH_MAX:
+            self.sockets = Path("/tmp") / f"{PREFIX}{os.getpid()}-{tag}s"
+            self.sockets.mkdir(exist_ok=True)
+            _chown(self.sockets)
         self.crashes = 0
         self.start()
 
     @property
     def options(self) -> str:
-        return (f"-c listen_addresses={','.join(self.listen)} -p {self.port} -k {self.folder} -c fsync=on "
+        return (f"-c listen_addresses={','.join(self.listen)} -p {self.port} -k {self.sockets} -c fsync=on "
                 f"-c synchronous_commit=on -c max_connections=60 -c shared_buffers=16MB")
 
     def dsn(self, host: str | None = None) -> str:
         """A DSN to this cluster: over TCP to ``host`` (a link address or a proxy's), or its Unix socket."""
-        where = f"host={host} port={self.port}" if host else f"host={self.folder} port={self.port}"
+        where = f"host={host} port={self.port}" if host else f"host={self.sockets} port={self.port}"
         return f"{where} user={USER} dbname=postgres sslmode=disable connect_timeout=10"
 
     def start(self) -> None:
@@ -165,6 +171,13 @@ class Cluster:
             except (ClusterError, subprocess.SubprocessError):
                 _kill_folder(self.folder)
         shutil.rmtree(self.folder, ignore_errors=True)
+        if self.sockets != self.folder:
+            shutil.rmtree(self.sockets, ignore_errors=True)
+
+    @property
+    def socket(self) -> str:
+        """The path of the cluster's Unix socket (what the proxies forward to)."""
+        return str(self.sockets / f".s.PGSQL.{self.port}")
 
     def __enter__(self) -> "Cluster":
         return self
