@@ -309,8 +309,9 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
             victim = launch(0, pause=f.pause, backend=victim_backend)
             if f.pause and victim.wait_at(CALL_S) is None and victim.answer is None:
                 raise DriftlabError(f"resume_nemesis: {runtime}: the victim neither reached {f.pause[0]} nor answered")
-            if f.pause and victim.at is None:
-                evidence.append(f"the victim answered before its point ({(victim.answer or {}).get('status', {}).get('state')})")
+            if f.pause and victim.at is None:  # the fault would not land: never recorded as a cell
+                raise DriftlabError(f"resume_nemesis: {runtime}: the victim answered before reaching {f.pause[0]} "
+                                    f"({_said_status(victim.answer or {})}): {f.name} could not land")
             # 2. the fault lands
             healed_at = None
             if f.kind == "partition" and victim.at:
@@ -332,8 +333,9 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                     said = ", ".join(cuts[0]["server_said"]) or "nothing before the drain ended"
                     evidence.append(f"proxy cut the victim after it sent {_short(cuts[0]['cut'])} and its commit; "
                                     f"the server answered {said}, which the victim never saw")
-                else:
-                    evidence.append("the proxy saw no claim statement from the victim: nothing was cut")
+                else:  # the declared claim statement never came: a declaration that does not fit, not a result
+                    raise DriftlabError(f"resume_nemesis: {runtime}: the proxy never saw the victim commit "
+                                        f"{claim(runtime).pattern!r}: the cut could not land ({_said(victim)})")
             elif f.proxy == "slow":
                 evidence.append(f"the proxy held every reply to the victim {f.delay_ms:g} ms")
                 time.sleep(f.stagger_s)
