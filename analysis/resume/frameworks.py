@@ -40,9 +40,28 @@ def fold(verdicts) -> str:
     return NA
 
 
+#: the column each table column is read from (a test plants the wrong one and must fail)
+CO_INERT_FROM = "co_inert"
+
+
 def _races(t: pd.DataFrame) -> pd.DataFrame:
+    """One row per race (its EO row), with saturation = gated effects fired / k (never / the expected effects)."""
     r = t[(t["k"] > 0) & (t["property"] == "EO")]
     return r.assign(saturation=r["effects_fired"] / r["k"])
+
+
+def effects_per_race(t: pd.DataFrame) -> dict[str, int]:
+    """How many races fired the gated effect 0, 1 or more than 1 times (the distribution, not only the mean):
+    0 is a lost effect when the decision was consumed (liveness says so, with its witness)."""
+    fired = _races(t)["effects_fired"]
+    return {"0": int((fired == 0).sum()), "1": int((fired == 1).sum()), ">1": int((fired > 1).sum())}
+
+
+def differences(runtime: str, pub: list[dict], cells: dict) -> list[str]:
+    """Each published verdict that differs from this run's cell of the same runtime and property."""
+    return [f"{p['property']} (artifact {p['release']}: {p['verdict']}, \"{p['finding']}\"; this run: "
+            f"{cells.get((runtime, p['property']), '-')})" for p in pub
+            if cells.get((runtime, p["property"])) != p["verdict"]]
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
@@ -55,7 +74,7 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
                 "variant": t["variant"].iloc[0]}
         for prop in PROPS:
             line[prop] = fold(t.loc[t["property"] == prop, "verdict"])
-        co_inert = t.loc[(t["property"] == "CO") & (t["verdict"] != "not applicable"), "co_inert"]
+        co_inert = t.loc[(t["property"] == "CO") & (t["verdict"] != "not applicable"), CO_INERT_FROM]
         line["CO (inert)"] = fold(co_inert) if len(co_inert) else NA
         line.update(fault_cells_violated=int(cells.apply(lambda v: "invalid" in set(v)).sum()),
                     fault_cells=int(cells.ngroups),
@@ -174,13 +193,14 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         if r.race_cells:
             rows_.append(row(f"{r.runtime}: concurrency saturation, mean over {r.race_cells} race cells "
                              f"(effects fired / k)", r.saturation_mean, None))
+            dist = effects_per_race(records[records["runtime"] == r.runtime])
+            notes.append(f"{r.runtime}: gated effects per race: {dist['0']} races fired none, {dist['1']} once, "
+                         f"{dist['>1']} more than once.")
         pub = published(r.framework, r.variant) if r.release != "installed" else []
         releases = sorted({p["release"] for p in pub})
         for p in pub:
             paper[(r.runtime, p["property"])] = p["verdict"]
-        differ = [f"{p['property']} (artifact {p['release']}: {p['verdict']}, \"{p['finding']}\"; this run: "
-                  f"{cells.get((r.runtime, p['property']), '-')})" for p in pub
-                  if cells.get((r.runtime, p["property"])) != p["verdict"]]
+        differ = differences(r.runtime, pub, cells)
         text = f"{r.runtime}"
         if releases:
             text += (f" beside the artifact's {r.framework} {', '.join(releases)}: "

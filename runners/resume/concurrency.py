@@ -99,6 +99,14 @@ def one_big_race_at_a_time(backend_kind: str, k: int, per_racer: int) -> Iterato
         yield
 
 
+def racer_counts(answers: list[dict | None]) -> dict[str, int]:
+    """The racers' answers counted: served (parked or done), refused, failed (the framework's declared failure: a
+    loud answer, never served) and indeterminate (no status)."""
+    got = [a["status"]["state"] for a in answers if a and "status" in a]
+    return {"served": sum(1 for s in got if s in (PARKED, DONE)), "refused": sum(1 for s in got if s == REFUSED),
+            "failed": sum(1 for s in got if s not in (PARKED, DONE, REFUSED)), "indeterminate": len(answers) - len(got)}
+
+
 def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: float, repetitions: int,
               seed: int, options: Options, per_property: bool = False, fault_cell: str = "") -> CellOutput:
     """``repetitions`` races of k warm resumers on one backend; records per race (or per race x property)."""
@@ -158,11 +166,7 @@ def _races(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: 
                     got = [a for a in answers if a and "status" in a]
                     starts = [a["start"] for a in got]
                     base = {"repetition": rep, "seed": rep_seed,
-                            "effects_fired": sum(1 for e in effects if e.task == gated),
-                            "served": sum(1 for a in got if a["status"]["state"] in (PARKED, DONE)),
-                            "refused": sum(1 for a in got if a["status"]["state"] == REFUSED),
-                            "failed": sum(1 for a in got if a["status"]["state"] not in (PARKED, DONE, REFUSED)),
-                            "indeterminate": k - len(got),
+                            "effects_fired": sum(1 for e in effects if e.task == gated), **racer_counts(answers),
                             "start_skew_us": (max(starts) - min(starts)) * 1e6 if starts else 0.0}
                     if per_property:
                         for prop, r in results.items():
