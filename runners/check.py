@@ -488,6 +488,11 @@ class Outcome:
         }, indent=2, default=str)
 
 
+def max_jobs() -> int:
+    """The most worker processes ``check`` starts: 4 per core (more only wait, and thousands never start)."""
+    return 4 * (os.cpu_count() or 1)
+
+
 def check(path: Path, names: list[str] | None = None, jobs: int | None = None, allow_unknown: bool = False,
           max_bytes: int = MAX_BYTES, chunk_bytes: int = CHUNK_BYTES, edge: int = EDGE) -> Outcome:
     """Validate ``path`` and judge it partition by partition with ``names`` (default: every checker of its family),
@@ -506,6 +511,9 @@ def check(path: Path, names: list[str] | None = None, jobs: int | None = None, a
     spans = ranges(path, plan.body, size, -(-(size - plan.body) // chunk_bytes)) if size > plan.body else []
     if jobs is None:
         jobs = (os.cpu_count() or 1) if size > POOL_BYTES else 1
+    if jobs > max_jobs():
+        raise DriftlabError(f"--jobs {jobs}: at most {max_jobs()} worker processes on this machine "
+                            f"(4 per core, {os.cpu_count() or 1} cores)")
     args = (plan.family, plan.meta, chosen, allow_unknown, max_bytes, edge)
     per_checker: list[list[CheckResult]] = [[] for _ in chosen]
     named: dict[int, dict] = {}

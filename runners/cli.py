@@ -51,6 +51,17 @@ def _seconds(text: str) -> float:
     return value
 
 
+#: the longest --cell-timeout: 30 days (a larger one overflows the timers that enforce it)
+MAX_CELL_TIMEOUT_S = 30 * 86400
+
+
+def _cell_seconds(text: str) -> float:
+    value = _seconds(text)
+    if value > MAX_CELL_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_CELL_TIMEOUT_S} seconds (30 days), got {text}")
+    return value
+
+
 def _names(what: str):
     """An argparse type: a comma-separated list of names; a repeated name is dropped, and said so."""
     def parse(text: str) -> tuple[str, ...]:
@@ -347,7 +358,7 @@ def parser() -> argparse.ArgumentParser:
                         help="local process pool, or a Dask distributed cluster")
         sp.add_argument("--scheduler", help="tcp://HOST:PORT of an existing Dask scheduler (default: start a LocalCluster)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
-        sp.add_argument("--cell-timeout", type=_seconds, metavar="SECONDS",
+        sp.add_argument("--cell-timeout", type=_cell_seconds, metavar="SECONDS",
                         help="stop the run when one cell runs longer (default: per experiment, from its size)")
 
     r = sub.add_parser("reproduce", help="run the experiments of a profile and build every artifact")

@@ -106,7 +106,11 @@ def assign_mechanisms(options: Options) -> None:
 
 def usable_out(out: Path) -> None:
     """Refuse an --out that cannot hold a run folder (a file, under a file, read-only, a dangling or looping
-    symbolic link), writing nothing."""
+    symbolic link, a name longer than the file system allows), writing nothing."""
+    long = next((part for part in out.parts if len(os.fsencode(part)) > 255), None)
+    if long is not None or len(os.fsencode(str(out))) > 4000:
+        what = f"the name {long[:40]}... is {len(os.fsencode(long))} bytes" if long else "the path is too long"
+        raise DriftlabError(f"--out {str(out)[:60]}...: {what} (at most 255 bytes a name, 4000 a path)")
     try:
         out.resolve(strict=False)
     except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError before Python 3.13)

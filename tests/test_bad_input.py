@@ -297,6 +297,13 @@ ROWS = [
     ("out-read-only", lambda t: ((t / "ro").mkdir(), read_only(t / "ro")), ["reproduce", "--out", "{tmp}/ro"], "read-only"),
     ("out-under-read-only", lambda t: ((t / "ro").mkdir(), read_only(t / "ro")), ["reproduce", "--out", "{tmp}/ro/run"], "read-only"),
     ("out-empty", None, ["reproduce", "--out", ""], "--out is empty"),
+    ("out-name-too-long", None, ["reproduce", "--out", "{tmp}/" + "x" * 300], "is 300 bytes (at most 255"),
+    ("cell-timeout-huge", None, ["reproduce", "--only", "resume_faults", "--out", "{tmp}/run", "--cell-timeout", "1e308"],
+     "--cell-timeout: must be at most 2592000 seconds"),
+    ("agent-amount-a-string", lambda t: scenario(t, AGENT.replace("amount = 80", 'amount = "80"')),
+     ["reproduce", "--only", "agent"], "premises[0]: order.amount <= policy.refund_limit compares str '80' with int 100"),
+    ("agent-change-value-a-string", lambda t: scenario(t, AGENT.replace("value = 50\n", 'value = "50"\n', 1)),
+     ["reproduce", "--only", "agent"], ("value: '50' (str) cannot be compared",)),
     ("out-not-a-run", lambda t: ((t / "full").mkdir(), (t / "full" / "x").write_text("x")), ["reproduce", "--out", "{tmp}/full"],
      "holds no driftlab run"),
     # --- analyzing records
@@ -448,6 +455,7 @@ ROWS = [
     # the options of check
     check_row("check-checker-unknown", history("revalidation"), "--checker 'nope'", "--checker", "nope"),
     check_row("check-jobs-zero", history("revalidation"), "--jobs: must be at least 1", "--jobs", "0"),
+    check_row("check-jobs-unbounded", history("revalidation"), "--jobs 10000: at most", "--jobs", "10000"),
     check_row("check-bad-line-found-by-a-worker", history("isolation", 5, "value.version", "two"), "line 5: value.version", "--jobs", "2"),
 ]
 

@@ -200,3 +200,33 @@ def test_the_readme_tables_are_the_declared_formats():
         assert readme_block(readme, family) == schema.markdown(), (
             f"docs/histories.md's {family} history table differs from vocabulary.{family}.HISTORY: "
             f"run `./dev python -m runners.check --readme` to regenerate it")
+
+
+@pytest.mark.parametrize("cell", ["replay_past_checkpoint", "update_undeclared_key", "pydantic_invalid_next",
+                                  "second_resume_by_id", "parallel_sibling_done", "crash_resume_after_effect_act"])
+def test_the_frameworks_histories_pass_the_validator(cell, tmp_path):
+    """Issue 24 §7: every operation the lab writes is declared; a real framework's history of each framework-only
+    cell (LangGraph's replay and update included) is validated and judged, never refused (planted bug: `replay` and
+    `update` undeclared, so `driftlab check` refused the lab's own stored replay_past_checkpoint history)."""
+    from runners.experiment import Options
+    from runners.resume import common as rc
+
+    _, hist = rc.run_fault_cell("resume_frameworks", "langgraph@1.2.24", cell, 1, 7, Options(), "sqlite")
+    path = tmp_path / f"{cell}.jsonl"
+    path.write_text(history_to_jsonl(hist))
+    outcome = check(path)  # raises DriftlabError (exit 2) on any line the declaration refuses
+    assert outcome.results and outcome.verdict.value in ("valid", "invalid")
+
+
+@pytest.mark.parametrize("chunk", [64, 200, 700])
+def test_a_repeated_index_is_refused_wherever_the_chunks_cut(chunk, resume_history, tmp_path):
+    """Issue 24 §7: an operation whose index repeats the one before it is refused at every chunk size, a chunk
+    boundary between the two included (planted bug: the repeat judged when it opens a chunk)."""
+    from runners.experiment import DriftlabError
+
+    rows = lines(resume_history)
+    for at in sorted({2, len(rows) - 1, *range(2, len(rows), max(1, len(rows) // 12))}):
+        twin = dict(rows[at], index=rows[at - 1]["index"])
+        path = write(tmp_path / f"rep{at}.jsonl", [*rows[:at], twin, *rows[at + 1:]])
+        with pytest.raises(DriftlabError, match="does not increase|index"):
+            check(path, chunk_bytes=chunk)

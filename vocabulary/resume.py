@@ -369,6 +369,10 @@ HISTORY = HistorySchema(
         OpSpec(FORK, "the harness forks a new run from a checkpoint of another",
                _CALL + (Key("from_run", "string"), Key("from_checkpoint", "string", nullable=True))),
         OpSpec(RECOVER, "the harness recovers a run after a crash (`ordinal`: its n-th recovery)", _CALL),
+        OpSpec(REPLAY, "a framework's own re-run of a thread from a past checkpoint (`checkpoint`): a "
+               "framework-only cell", _CALL),
+        OpSpec(UPDATE, "an external update of a run's state (`update`: the values given): a framework-only cell",
+               _CALL + (Key("update", "object"),)),
         OpSpec(CHECKPOINT, "a checkpoint the store holds afterwards",
                (Key("run", "string", ALWAYS), Key("step", "integer", ALWAYS), Key("values", "object", ALWAYS),
                 Key("created", "number", ALWAYS), Key("parked", "boolean"), Key("checkpoint", "string"),

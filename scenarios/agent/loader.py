@@ -169,6 +169,14 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> AgentScenario:
             _ref(path, state, right, where + "right")
         premises.append(Premise(_need(path, p, "name", str, where), _ref(path, state, p.get("left"), where + "left"),
                                 op, right, sev))
+    for i, p in enumerate(premises):  # a premise over values of types it cannot compare: named, never a traceback
+        try:
+            _holds(p, state)
+        except TypeError:
+            right = _get(state, p.right) if isinstance(p.right, str) and "." in p.right else p.right
+            raise ScenarioError(f"{path}: premises[{i}]: {p.left} {p.op} {p.right} compares "
+                                f"{type(_get(state, p.left)).__name__} {_get(state, p.left)!r} with "
+                                f"{type(right).__name__} {right!r}") from None
     payload = tuple(_ref(path, state, r, "payload") for r in _need(path, raw, "payload", list))
     others = tuple(_ref(path, state, r, "other_reads") for r in raw.get("other_reads", []))
     stock_check = _need(path, raw, "stock_check", str)
@@ -185,7 +193,11 @@ def parse_scenario(path: Path, raw: dict[str, Any]) -> AgentScenario:
         expect = _need(path, c, "expect", str, where)
         if expect not in OUTCOMES:
             raise ScenarioError(f"{path}: {where}expect: {expect!r} is not one of {', '.join(OUTCOMES)}")
-        derived = oracle(premises, payload, state, field, c["value"])
+        try:
+            derived = oracle(premises, payload, state, field, c["value"])
+        except TypeError:
+            raise ScenarioError(f"{path}: {where}value: {c['value']!r} ({type(c['value']).__name__}) cannot be "
+                                f"compared by the premises that read {field}") from None
         if derived != expect:
             raise ScenarioError(f"{path}: {where}expect: declared {expect} but the declared premises give {derived}")
         changes[cls] = Change(cls, field, c["value"], expect)
