@@ -24,7 +24,7 @@ from vocabulary.agent import FAMILY, LAYERS, STACKS, STOCK
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "agent" / "bench_overhead.py"
 ROUNDS = {"quick": 5, "paper": 30}
-REPETITIONS = {"quick": 1, "paper": 5}
+REPETITIONS = {"quick": 1, "paper": 15}  # paper: 15 paired repetitions, so a ratio has an interval (issue 28)
 PROFILE_STACKS = {"quick": (STOCK, *LAYERS, "+".join(LAYERS)), "paper": STACKS}
 
 
