@@ -82,9 +82,9 @@ def test_effects_per_race_is_a_distribution():
               rec(k=2, fired=1, cell="concurrent_resume"), rec(k=2, fired=1, prop="CO", cell="concurrent_resume"))
     assert fw.effects_per_race(t) == {"0": 1, "1": 1, ">1": 1}
     assert fw._races(t)["effects_fired"].mean() == 1.0  # what the mean alone would say
-    t = frame(*(rec(k=4, fired=f, cell="concurrent_resume") for f in (0, 0, 0, 1, 1, 2, 2, 2, 2, 3)),
+    t = frame(*(rec(k=4, fired=f, cell="concurrent_resume") for f in (0, 0, 0, 0, 1, 2, 2, 2, 2, 3)),
               rec(k=1, fired=1, cell="concurrent_resume"), rec(k=0, fired=0))
-    assert fw.effects_per_race(t) == {"0": 3, "1": 3, ">1": 5}  # a k = 1 race is a race; a fault cell is not
+    assert fw.effects_per_race(t) == {"0": 4, "1": 2, ">1": 5}  # a k = 1 race is a race; a fault cell is not
 
 
 # ---------------------------------------------------------------------------------------------- the whole table
@@ -109,6 +109,7 @@ def test_the_table_is_one_row_per_runtime_in_order_with_every_column():
     assert a["liveness"] == "unknown" and a["CO (inert)"] == "n/a" and a["race_cells"] == 0
     assert a["saturation_mean"] != a["saturation_mean"] and a["saturation_max"] != a["saturation_max"]  # NaN
     assert isinstance(b["fault_cells"], int) and a["fault_cells_violated"] == 0 and a["fault_cells_na"] == 0
+    assert list(fw.table(t.iloc[:0]).columns) == fw.COLUMNS  # no records: the table's columns still
 
 
 # ---------------------------------------------------------------------------------------------- CO (inert)
