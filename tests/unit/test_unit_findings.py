@@ -154,3 +154,52 @@ def test_one_finding_per_framework_answering_the_two_questions():
     assert "loudly: no: of 1 losers in 1 races, 1 fired the effect again" in found["twice@1"]
     assert "Worst witness (crash_resume_after_effect_act): effect charge fired 2 times" in found["twice@1"]
     assert "**undecided**" in found["maybe@1"] and "SIGKILL: undecided" in found["maybe@1"]
+
+
+def test_the_losers_table_pinned_for_a_small_grid():
+    """The whole table for three races of two runtimes, every column: bug classes of any single count (effects per
+    race 0 / 1 / 2+ swapped or off by one, the runtimes merged or reordered, a column dropped), and the exact answer.
+    """
+    records = pd.DataFrame([*race("a@1", 2, 1, 1, 0, 1, rep=0), *race("a@1", 3, 3, 0, 0, 3, rep=1),
+                            *race("b@1", 2, 0, 1, 1, 0, rep=0)])
+    tab = frameworks_losers.table(records)
+    assert list(tab.columns) == frameworks_losers.COLUMNS
+    assert tab.to_dict("records") == [
+        {"runtime": "a@1", "races": 2, "losers": 3, "refused": 1, "inert": 0, "failed": 0, "fired_again": 2,
+         "unanswered": 0, "no_winner": 0, "races_0_effects": 0, "races_1_effect": 1, "races_2plus_effects": 1,
+         "loud": False},
+        {"runtime": "b@1", "races": 1, "losers": 2, "refused": 1, "inert": 0, "failed": 1, "fired_again": 0,
+         "unanswered": 0, "no_winner": 1, "races_0_effects": 1, "races_1_effect": 0, "races_2plus_effects": 0,
+         "loud": False}]
+    assert frameworks_losers.answer(tab.to_dict("records")[0]) == \
+        "no: of 3 losers in 2 races, 1 refused loudly, 2 fired the effect again"
+    assert frameworks_losers.answer(tab.to_dict("records")[1]) == \
+        "no: of 2 losers in 1 races, 1 refused loudly, 1 failed (raised); 1 race(s) fired no effect at all"
+    assert frameworks_losers.answer({"losers": 0}) == "no race was run"
+    assert frameworks_losers.table(records.iloc[0:0]).empty and frameworks_losers.table(
+        records.drop(columns=["served"])).empty  # records written before the racers were counted
+
+
+def test_the_cell_table_pinned_for_a_small_grid():
+    """Every column of the per-cell table and every group, in order: bug classes of a property order (the worst
+    witness would change), a group misread, an unknown folded into holds."""
+    records = frameworks_records()
+    tab = frameworks_cells.table(records)
+    got = [(r["runtime"], r["group"], r["fault_cell"], r["verdict"], r["violated"], r["unknown"], r["witness"])
+           for r in tab.to_dict("records")]
+    assert got == [
+        ("maybe@1", "crash", "crash_resume_after_effect_act", "unknown EO", "", "EO", ""),
+        ("safe@1", "crash", "crash_resume_after_effect_act", "holds", "", "", ""),
+        ("safe@1", "second resume or fork", "fork_twice", "n/a", "", "", "cannot fork"),
+        ("safe@1", "second resume or fork", "second_resume_head", "holds", "", "", ""),
+        ("safe@1", "race", "concurrent_resume", "holds", "", "", ""),
+        ("twice@1", "crash", "crash_resume_after_effect_act", "violates EO", "EO", "", "effect charge fired 2 times."),
+        ("twice@1", "second resume or fork", "fork_twice", "unknown FD", "", "FD", ""),
+        ("twice@1", "second resume or fork", "second_resume_head", "violates CO", "CO", "", "consumed 2 values."),
+        ("twice@1", "race", "concurrent_resume", "holds", "", "", "")]
+    assert [frameworks_cells.group(*a) for a in (("x", "-", 2), ("x", "after_effect", 0), ("fork_twice", "-", 0),
+                                                 ("baseline", "-", 0))] == ["race", "crash", "second resume or fork",
+                                                                            "other"]
+    assert frameworks_cells._ordered(["liveness", "CO", "EO", "CO"]) == ["EO", "CO", "liveness"]
+    assert frameworks_cells.sigkill_answer(tab, "safe@1") == "yes, in all 1 crash cells run"
+    assert frameworks_cells.sigkill_answer(tab, "nobody") == "no crash cell could be run"

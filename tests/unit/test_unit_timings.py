@@ -47,3 +47,25 @@ def test_done_experiments_add_nothing_and_remembering_averages(tmp_path, monkeyp
     assert timings.load() == {"quick/j2/a": pytest.approx(0.5 * 4.0 + 0.5 * 2.0)}
     (tmp_path / "timings.json").write_text("not json")
     assert timings.load() == {}
+
+
+def test_where_timings_live_and_what_a_file_may_hold(tmp_path, monkeypatch):
+    """Bug classes: the file beside the wrong cache (a user's $DRIFTLAB_ENV_CACHE ignored); a negative or
+    non-numeric entry trusted; a zero (an experiment of instant cells) dropped."""
+    monkeypatch.delenv("DRIFTLAB_ENV_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert timings.path() == tmp_path / "home" / ".cache" / "driftlab" / "timings.json"
+    monkeypatch.setenv("DRIFTLAB_ENV_CACHE", str(tmp_path / "c" / "envs"))
+    assert timings.path() == tmp_path / "c" / "timings.json"
+    timings.path().parent.mkdir(parents=True)
+    timings.path().write_text('{"q/a": 0, "q/b": -1, "q/c": "x", "q/d": 2.5}')
+    assert timings.load() == {"q/a": 0.0, "q/d": 2.5}
+    timings.remember("q", "e", 3.0, 2)
+    assert timings.load()["q/e"] == 1.5 and timings.load()["q/a"] == 0.0  # remembering keeps the others
+
+
+def test_a_declaration_at_the_threshold_sets_the_scale():
+    """Bug class: the threshold read as exclusive (an experiment declared at exactly MIN_DECLARED ignored)."""
+    declared = {"c": 10.0, "a@done": timings.MIN_DECLARED}
+    left = timings.remaining(["c"], {"c": 1}, declared, {}, {"a": 2 * timings.MIN_DECLARED})
+    assert left == pytest.approx(20.0)
