@@ -80,8 +80,8 @@ def test_a_spent_race_deadline_still_reads_the_answers_already_written(read_line
 
 
 def test_swallowed_exception_is_not_a_pass(tmp_path):
-    """An adapter that swallows an exception and answers 'done' is reported as an error, which the harness records
-    as a failed call (planted bug: a server that trusts the adapter's answer, so a crashed framework scores as a
+    """An adapter that swallows an exception and answers 'done' is reported as an error, which stops the lab's run
+    (issue 24 §1; planted bug: a server that trusts the adapter's answer, so a crashed framework scores as a
     conforming run)."""
     _ledger(str(tmp_path), "t")
     server = protocol.Server(SwallowingAdapter)

@@ -96,14 +96,22 @@ How to write an adapter (the contract)
    honour them or declare ``parallel`` / ``state`` n/a.  Report what the framework does, faithfully: a
    framework that accepts a stray resume returns what it returned; a refusal
    is ``refused`` only when the framework refused before running a node.
-6. **Exceptions.**  Do not catch an exception to return ``parked``/``done``.
-   Catch only what the framework raises *as an answer* (a validation error,
-   a conflict) and return ``failed``/``refused`` with its one line; anything
-   else must propagate: the server reports it as the call's error and the lab
-   records a failed call.  The server also checks every ``parked``/``done``
-   answer against your own ``state(run_id)`` in the same process and turns a
-   disagreement into an error (``tests/test_resume_frameworks.py`` plants an
-   adapter that swallows an exception and fails if it passes).
+6. **Exceptions and declared answers** (issue 24 §1).  Do not catch an
+   exception to return ``parked``/``done``.  Declare in ``ANSWERS`` (class
+   attribute, :class:`Answer`) each refusal and failure the framework is
+   documented to give, as a pattern of its one-line reason; an exception whose
+   one line matches a declared answer becomes that answer (``refused`` only if
+   no node ran in the call), and you may also catch it yourself and return it.
+   Anything else is the adapter's fault: an undeclared exception, a
+   ``refused``/``failed`` with an undeclared reason, a malformed answer, an
+   exit or a hang is an error of the server, and the lab stops the run with
+   one line naming the environment, the adapter, the cell and the call.  The
+   server also checks every ``parked``/``done`` answer against your own
+   ``state(run_id)`` in the same process, and treats an exception of the lab's
+   own node code (``run_node``) as a fault whatever the framework made of it.
+   ``tests/test_adapter_conformance.py`` is the harness a new adapter must pass
+   (every declared crash point, every answer kind, planted adapters that must
+   fail; docs/trust.md).
 7. **Try it**: ``driftlab reproduce --only resume_frameworks --mechanisms
    dbos@3.4`` builds the env on first use; ``tests/test_resume_frameworks.py``
    runs one fault cell and one k=2 race per framework.
@@ -115,7 +123,7 @@ Request ``{"runtime", "backend", "graph", "call", "args", "label", "crash",
 "timeout"}``: fork a child that builds the adapter and makes the call with a
 :class:`KillAtPoint` on a pipe.  Reply ``{"pid", "code", "killed",
 "status"}`` (``status``: the call's result) or ``{"pid", "code", "killed",
-"error"}``.  Request ``{"call": "race", "runtime", "backend", "graph", "run",
+"error"}`` (the adapter's fault: the lab stops the run).  Request ``{"call": "race", "runtime", "backend", "graph", "run",
 "value", "labels": [k], "jitters": [k seconds], "timeout"}``: fork k racers
 that build the adapter, meet at one barrier, each sleep its jitter and resume
 ``run``; reply ``{"answers": [{"status", "released", "start", "end", "pid"} |
