@@ -30,6 +30,7 @@ recovery without re-running the killed node fail the harness's own assertions.
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 import os
 import subprocess
 import sys
@@ -64,7 +65,7 @@ def applicable(d: Declared, point: str, node: str) -> bool:
 def planted(cls: str) -> Declared:
     """A planted adapter in the real langgraph-1.2.24 environment."""
     base = declared()["langgraph@1.2.24"]
-    return Declared(f"planted-{cls}", base.env, f"{PLANTED}:{cls}", "langgraph", base.release)
+    return replace(base, name=f"planted-{cls}", adapter=f"{PLANTED}:{cls}", aliases=())
 
 
 # ---------------------------------------------------------------------------------------------- the driver
