@@ -5,6 +5,12 @@ shape with the bug, run through the same check): unknown folded into holds; satu
 effects instead of k; "CO (inert)" read from the lab's CO verdict; a published verdict compared with another
 runtime's cell; a figure drawing another column than the one its table names; the effects per race reported only as
 a mean (the distribution 0 / 1 / >1 hides a lost effect).
+
+mutmut (2026-12-04, ``analysis.resume.frameworks``: fold, _races, effects_per_race, differences, table): 180 of 187
+mutants killed; the 7 survivors are equivalent: ``groupby(sort=None)`` (falsy, as False); ``if len(x) or True``
+for "CO (inert)", race_cells and both saturations (an empty selection folds to n/a, counts 0 groups and gives NaN
+anyway); ``float("NAN")`` for ``float("nan")`` (twice).  The report's functions (report, langgraph_notes,
+cell_outcome, changes, first_witness, na_reasons) have no unit test yet: 536 mutants there are not covered.
 """
 from __future__ import annotations
 
