@@ -78,7 +78,7 @@ def sweep() -> list[str]:
 def _say_swept() -> None:
     gone = sweep()
     if gone:
-        print("resume_nemesis: " + "; ".join(gone) + " (left by a run that was killed)", flush=True)
+        print("resume_nemesis: " + "; ".join(gone) + " (left by a run that was killed)", flush=True)  # or by its own killed workers
 
 
 # ------------------------------------------------------------------------------------------- the resumer process
