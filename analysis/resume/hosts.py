@@ -44,7 +44,9 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     notes = ["Each racer is a process in a network namespace: `k_hosts` gives each its own namespace and veth link "
              "to the lab's private PostgreSQL 15 cluster, `one_host` puts all k in one namespace behind one link. "
              "Per race the racers connect, stop at a start line, and are let go together; no fault is injected. "
-             "Saturation is gated effects fired / k (1.0: every racer fired it; 1/k: exactly one did)."]
+             "Saturation is gated effects fired / k (1.0: every racer fired it; 1/k: exactly one did). The start line is "
+             "released by one write to each racer's pipe in turn, so the start spread (the racers' first "
+             "statements, apart) grows with k and with the machine's load; it is reported, not controlled."]
     for (rt, k), g in tab.groupby(["runtime", "k"], sort=False):
         by = {r["placement"]: r for _, r in g.iterrows()}
         if set(by) == {"one_host", "k_hosts"}:
