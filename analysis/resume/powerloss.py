@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.report import Finding, Matrix, Section
 
-COLUMNS = ["runtime", "configuration", "point", "flush_at_park", "fault", "effects", "liveness", "acknowledged_kept",
+COLUMNS = ["runtime", "framework", "release", "configuration", "point", "flush_at_park", "fault", "effects", "liveness", "acknowledged_kept",
            "store_loads", "state_after_restart", "witness"]
 
 
@@ -61,8 +61,20 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
                                     cells)])
 
 
+def advice(tab: pd.DataFrame) -> str:
+    """Which rows kept an approved effect to one in every cell, and which did not (from the table alone)."""
+    ok = [rt for rt, t in tab.groupby("runtime", sort=False)
+          if ((t["effects"] == 1) & (t["liveness"] == "valid") & t["store_loads"].astype(bool)).all()]
+    bad = [rt for rt in dict.fromkeys(tab["runtime"]) if rt not in ok]
+    configs = {r.runtime: r.configuration.split("; ")[-1] for r in tab.itertuples()}
+    say = [f"kept an approved effect to one in every cell: {', '.join(f'{r} ({configs[r]})' for r in ok) or 'none'}"]
+    if bad:
+        say.append(f"did not: {', '.join(f'{r} ({configs[r]})' for r in bad)}")
+    return "; ".join(say) + "."
+
+
 def findings(tab: pd.DataFrame, records: pd.DataFrame) -> list[Finding]:
-    out = []
+    out = [Finding("power loss", "", "Of the persistence layers in this run, " + advice(tab))]
     for rt, t in tab.groupby("runtime", sort=False):
         n = len(t)
         twice, stuck = int((t["effects"] > 1).sum()), int((t["liveness"] != "valid").sum())

@@ -176,10 +176,23 @@ def run_one(runtime: str, point_name: str, flush_at_park: bool, fault: str, scra
     return judge(runtime, lp, flush_at_park, fault, started["pragmas"], after, acknowledged_done)
 
 
+def _release(framework: str) -> str:
+    """The installed release the row ran: LangGraph's (the guard's own version beside it for its row)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        lg = version("langgraph")
+        return f"{lg}, driftlab-guard {version('driftlab-guard')}" if "guard" in framework else lg
+    except PackageNotFoundError:
+        return "?"
+
+
 def judge(runtime: str, lp, flush_at_park: bool, fault: str, pragmas: str, after: dict, acked_done: bool) -> dict:
     """The record of one cell: effects, liveness, acknowledged progress kept, store loads, and the witness."""
     names = DEFAULT_GRAPH.names
-    base = {"runtime": runtime, "configuration": f"{ROWS.get(runtime, runtime)}; {pragmas}", "point": lp.name,
+    framework = runtime.split("[")[0].split("@")[0]
+    base = {"runtime": runtime, "framework": framework, "release": _release(framework),
+            "configuration": f"{ROWS.get(runtime, runtime)}; {pragmas}", "point": lp.name,
             "flush_at_park": flush_at_park, "fault": fault}
     if not after["loads"]:
         return {**base, "store_loads": False, "effects": -1, "liveness": "invalid", "acknowledged_kept": False,
