@@ -239,9 +239,6 @@ class LazyFS:
     def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
         return 0  # metadata reached the backing folder already (module docstring)
 
-    def flush_op(self, path: str, fh: int) -> int:
-        return 0
-
     def release(self, path: str, fh: int) -> int:
         self.sync_fhs.discard(fh)
         os.close(fh)
