@@ -165,6 +165,7 @@ def test_postgres_saver_with_claims_in_postgres(pg_dsn, tmp_path):
     claim)."""
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import sql
     from psycopg.rows import dict_row
 
     from runners.backends import create_schema, drop_schema
@@ -172,13 +173,13 @@ def test_postgres_saver_with_claims_in_postgres(pg_dsn, tmp_path):
     schema = create_schema(pg_dsn, "dgany_")
     consumed = str(tmp_path / "consumed.txt")
     try:
-        with psycopg.connect(pg_dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                             options=f"-c search_path={schema}") as conn, \
-                psycopg.connect(pg_dsn, autocommit=True, options=f"-c search_path={schema}") as claims_conn:
+        with psycopg.connect(pg_dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn, \
+                psycopg.connect(pg_dsn, autocommit=True) as claims_conn:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
             saver = PostgresSaver(conn)
             saver.setup()
             app = flow_graph(consumed, None).compile(checkpointer=guard(saver, driftlab_guard.PostgresClaims(
-                claims_conn)))
+                claims_conn, schema=schema)))
             cfg = {"configurable": {"thread_id": "t"}}
             app.invoke({"x": 0, "v": ""}, cfg)
             assert app.invoke(Command(resume="yes"), cfg) == {"x": 11, "v": "yes"}

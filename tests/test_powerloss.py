@@ -181,10 +181,19 @@ def test_unsynced_bytes_are_lost_and_synced_ones_kept(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- SQLite, known answers
+#: PRAGMA takes no bound parameters: each setting is a whole literal statement, picked by name
+PRAGMAS = {"WAL": "PRAGMA journal_mode = WAL", "DELETE": "PRAGMA journal_mode = DELETE",
+           "FULL": "PRAGMA synchronous = FULL", "NORMAL": "PRAGMA synchronous = NORMAL"}
+
+
+def _configure(conn: sqlite3.Connection, journal: str, sync: str) -> None:
+    conn.execute(PRAGMAS[journal])
+    conn.execute(PRAGMAS[sync])
+
+
 def _commit_then_wait(db: str, journal: str, sync: str, fd: int) -> None:
     conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute(f"PRAGMA journal_mode = {journal}")
-    conn.execute(f"PRAGMA synchronous = {sync}")
+    _configure(conn, journal, sync)
     conn.execute("INSERT INTO t VALUES (2)")  # committed (autocommit): what the power loss may or may not keep
     os.write(fd, b"committed\n")
     time.sleep(3600)
@@ -206,8 +215,7 @@ def test_sqlite_through_the_lazy_fs_agrees_with_its_documentation(tmp_path, jour
     try:
         db = str(m.point / "t.db")
         conn = sqlite3.connect(db, isolation_level=None)
-        conn.execute(f"PRAGMA journal_mode = {journal}")
-        conn.execute(f"PRAGMA synchronous = {sync}")
+        _configure(conn, journal, sync)
         conn.execute("CREATE TABLE t (x)")
         conn.execute("INSERT INTO t VALUES (1)")
         conn.close()

@@ -80,17 +80,22 @@ class SqliteClaims:
 
 
 class PostgresClaims:
-    """Claims in a PostgreSQL database (an autocommit psycopg connection, or a DSN)."""
+    """Claims in a PostgreSQL database (an autocommit psycopg connection, or a DSN), in ``schema`` if given (set as
+    the connection's search path; the name is composed as an identifier, never pasted into SQL text)."""
 
     dialect = POSTGRES
 
-    def __init__(self, conn: Any):
+    def __init__(self, conn: Any, schema: str | None = None):
+        from psycopg import sql
+
         if isinstance(conn, str):
             import psycopg
 
             conn = psycopg.connect(conn, autocommit=True)
         if not conn.autocommit:
             raise ValueError("PostgresClaims needs an autocommit connection (each claim opens its own transaction)")
+        if schema is not None:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         self.conn = conn
         self.lock = threading.Lock()
         self.ready = False

@@ -103,6 +103,7 @@ class LangGraphAgentLedgerRuntime(LangGraphRuntime):
         async def go() -> None:
             from agent_ledger import EffectLedger, EffectLedgerOptions, ToolCall
             from agent_ledger.stores.postgres import PostgresStore
+            from psycopg import sql
             from psycopg.rows import dict_row
             from psycopg_pool import AsyncConnectionPool
 
@@ -110,9 +111,12 @@ class LangGraphAgentLedgerRuntime(LangGraphRuntime):
                 fired.append(DurableRuntime.fire_effect(self, run_id, task, key, payload))
                 return {"effect": key}
 
+            async def in_schema(conn: Any) -> None:  # the schema as an identifier, never pasted into SQL text
+                await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self._schema())))
+                await conn.commit()
+
             pool = AsyncConnectionPool(conninfo=self.backend.location, min_size=1, max_size=1, open=False,
-                                       kwargs={"options": f"-c search_path={self._schema()}",
-                                               "row_factory": dict_row})
+                                       kwargs={"row_factory": dict_row}, configure=in_schema)
             await pool.open()
             try:
                 ledger = EffectLedger(EffectLedgerOptions(store=PostgresStore(pool=pool)))

@@ -164,10 +164,7 @@ class LangGraphRuntime(DurableRuntime):
         """The claim store of ``[any-saver]``: not the saver's database connection (module docstring)."""
         if self.backend.kind == "sqlite":
             return SqliteClaims(str(Path(self.backend.location) / f"{ns}claims.sqlite"))
-        import psycopg
-
-        return PostgresClaims(psycopg.connect(self.backend.location, autocommit=True,
-                                              options=f"-c search_path={ns}"))
+        return PostgresClaims(self.backend.location, schema=ns)
 
     @staticmethod
     async def _construct(cls, conn, kwargs):
