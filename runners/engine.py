@@ -400,7 +400,7 @@ def run(request: Request) -> Path:
         key = f"{request.profile}/j{request.jobs}"
         known = timings.load()
         per_cell = {n: known[f"{key}/{n}"] for n in request.experiments if f"{key}/{n}" in known}
-        measured: dict[str, float] = {}
+        measured: dict[str, tuple[float, float]] = {}  # finished experiment -> (wall seconds, declared)
         for k, name in enumerate(request.experiments, 1):
             todo = todo_of[name]
             left = timings.remaining(list(request.experiments[k - 1:]), {n: len(todo_of[n]) for n in todo_of},
@@ -414,7 +414,7 @@ def run(request: Request) -> Path:
             done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
                           "wall_seconds": round(time.perf_counter() - t0, 3)}
             if todo:  # an experiment whose cells were all done says nothing about how long cells take
-                measured[name], declared[f"{name}@done"] = done[name]["wall_seconds"], declared[name]
+                measured[name] = (done[name]["wall_seconds"], declared[name])
                 timings.remember(key, name, done[name]["wall_seconds"], len(todo))
         raise_if_interrupted()  # a Ctrl-C swallowed after the last cell still stops before the report
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)

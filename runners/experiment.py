@@ -158,6 +158,16 @@ class Experiment:
         """Extra (name, description) lines for `driftlab list` under this experiment (e.g. its schedules)."""
         return []
 
+    def skipped(self, options: "Options", missing: str, needs: str) -> bool:
+        """For an experiment this machine cannot run (``missing`` says why, "" when it can): refused in one line
+        when ``--only`` names it, skipped with a one-line note inside a larger selection.  True when skipped."""
+        if not missing:
+            return False
+        if options.only == self.name:
+            raise DriftlabError(f"{self.name} needs {needs}: {missing}")
+        print(f"{self.family}: {self.name} skipped: it needs {needs} ({missing})", flush=True)
+        return True
+
     @staticmethod
     def side_by_side(table, rows: str, mechanisms: str, value: str = "verdict"):
         """A long table as a matrix with the mechanisms side by side (rows and columns in the table's order)."""

@@ -74,17 +74,16 @@ def remember(profile: str, experiment: str, seconds: float, cells: int) -> None:
 
 
 def remaining(order: list[str], pending: dict[str, int], declared: dict[str, float], per_cell: dict[str, float],
-              measured: dict[str, float]) -> float:
+              measured: dict[str, tuple[float, float]]) -> float:
     """Seconds left for the experiments in ``order`` (module docstring).
 
     ``pending``: cells still to run per experiment; ``declared``: each one's declared estimate for those cells;
-    ``per_cell``: seconds per cell known for an experiment (this run or remembered); ``measured``: wall seconds of
-    the experiments this run has finished (with their declared estimate in ``declared`` under ``"<name>@done"``).
+    ``per_cell``: seconds per cell known for an experiment (this run or remembered); ``measured``: the experiments
+    this run has finished, each as (wall seconds, what its declaration said).
     """
-    logs = [math.log(max(measured[n], 1e-3) / declared[f"{n}@done"]) for n in measured
-            if declared.get(f"{n}@done", 0) >= MIN_DECLARED]
+    logs = [math.log(max(took, 1e-3) / said) for took, said in measured.values() if said >= MIN_DECLARED]
     scale = math.exp(sum(logs) / len(logs)) if logs else 1.0
-    floor = statistics.median(measured.values()) if measured else 0.0
+    floor = statistics.median(took for took, _ in measured.values()) if measured else 0.0
     total = 0.0
     for name in order:
         cells = pending.get(name, 0)

@@ -497,12 +497,7 @@ class ResumeNemesis(Experiment):
     profile_repetitions = REPETITIONS
 
     def check(self, options: Options) -> None:
-        missing = requirements()
-        if missing and options.only == self.name:
-            raise DriftlabError(f"resume_nemesis needs network namespaces and a private PostgreSQL: {missing}")
-        if missing:
-            print(f"resume: resume_nemesis skipped: it needs network namespaces and a private PostgreSQL ({missing})",
-                  flush=True)
+        if self.skipped(options, requirements(), "network namespaces and a private PostgreSQL"):
             return
         _say_swept()
         atexit.register(_say_swept)  # workers SIGKILLed by Ctrl-C leave theirs: removed when this process exits

@@ -123,12 +123,7 @@ class ResumeHosts(Experiment):
     profile_repetitions = RACES
 
     def check(self, options: Options) -> None:
-        missing = requirements()
-        if missing and options.only == self.name:
-            raise DriftlabError(f"resume_hosts needs network namespaces and a private PostgreSQL: {missing}")
-        if missing:
-            print(f"resume: resume_hosts skipped: it needs network namespaces and a private PostgreSQL ({missing})",
-                  flush=True)
+        if self.skipped(options, requirements(), "network namespaces and a private PostgreSQL"):
             return
         _say_swept()
 

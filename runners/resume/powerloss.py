@@ -226,11 +226,7 @@ class ResumePowerloss(Experiment):
         return lazyfs.requirements() or ("" if os.geteuid() == 0 else "mounting FUSE here needs root")
 
     def check(self, options: Options) -> None:
-        missing = self.missing()
-        if missing and options.only == self.name:
-            raise DriftlabError(f"resume_powerloss needs a FUSE file system: {missing}")
-        if missing:
-            print(f"resume: resume_powerloss skipped: it needs a FUSE file system ({missing})", flush=True)
+        if self.skipped(options, self.missing(), "a FUSE file system"):
             return
         for left in lazyfs.leftovers():
             lazyfs.unmount(left)

@@ -22,18 +22,16 @@ def test_remembered_seconds_per_cell_win_over_the_declaration():
 def test_one_badly_declared_experiment_does_not_scale_the_others():
     """Bug class: one global factor (elapsed / declared so far): an experiment declared at 0.1 s that took 10 s
     would multiply every later estimate by 100 (the "34 min left" before a 20 s experiment)."""
-    measured = {"a": 1.0, "b": 10.0, "x": 4.0}
-    declared = {**DECLARED, "a@done": 1.0, "b@done": 0.1, "x@done": 1.0}
-    left = timings.remaining(["c", "d"], {"c": 1, "d": 1}, declared, {}, measured)
+    measured = {"a": (1.0, 1.0), "b": (10.0, 0.1), "x": (4.0, 1.0)}
+    left = timings.remaining(["c", "d"], {"c": 1, "d": 1}, DECLARED, {}, measured)
     # b (declared 0.1 s) sets no scale; a and x give ratios 1 and 4: their geometric mean 2, not 15 / 2.1
     assert left == pytest.approx(20.0 * 2 + max(2.0 * 2, 4.0))
 
 
 def test_every_experiment_costs_at_least_what_a_typical_one_did():
     """Bug class: an experiment declared at ~0 s (its fixed cost in no declaration) estimated as nothing."""
-    measured = {"a": 4.0, "b": 6.0}
-    declared = {"z": 0.0, "a@done": 4.0, "b@done": 6.0}
-    assert timings.remaining(["z"], {"z": 3}, declared, {}, measured) == pytest.approx(5.0)
+    measured = {"a": (4.0, 4.0), "b": (6.0, 6.0)}
+    assert timings.remaining(["z"], {"z": 3}, {"z": 0.0}, {}, measured) == pytest.approx(5.0)
 
 
 def test_done_experiments_add_nothing_and_remembering_averages(tmp_path, monkeypatch):
@@ -66,6 +64,5 @@ def test_where_timings_live_and_what_a_file_may_hold(tmp_path, monkeypatch):
 
 def test_a_declaration_at_the_threshold_sets_the_scale():
     """Bug class: the threshold read as exclusive (an experiment declared at exactly MIN_DECLARED ignored)."""
-    declared = {"c": 10.0, "a@done": timings.MIN_DECLARED}
-    left = timings.remaining(["c"], {"c": 1}, declared, {}, {"a": 2 * timings.MIN_DECLARED})
+    left = timings.remaining(["c"], {"c": 1}, {"c": 10.0}, {}, {"a": (2 * timings.MIN_DECLARED, timings.MIN_DECLARED)})
     assert left == pytest.approx(20.0)
