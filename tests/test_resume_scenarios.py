@@ -98,6 +98,8 @@ def test_tables_have_the_issues_columns_and_records_repeat(tmp_path):
                          "indeterminate": [0, 0]})
     t = resume_concurrency.table(conc)
     assert list(t.columns) == ["runtime", "backend", "k", "jitter_ms", "repetitions", "effects_fired_mean",
-                               "saturation", "served_mean", "refused_mean", "failed_mean", "indeterminate"]
+                               "saturation", "saturation_min", "saturation_max", "served_mean", "refused_mean",
+                               "failed_mean", "indeterminate"]
     assert t["saturation"].iloc[0] == pytest.approx((1.0 + 0.75) / 2)
+    assert (t["saturation_min"].iloc[0], t["saturation_max"].iloc[0]) == (0.75, 1.0)  # the interval over repetitions
     assert (t["served_mean"].iloc[0], t["failed_mean"].iloc[0]) == (3.5, 0.5)  # a racer that failed is not served

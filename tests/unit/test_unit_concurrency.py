@@ -30,9 +30,9 @@ def test_table_is_one_row_per_cell_with_its_own_means_and_sums():
     tab = concurrency.table(records)
     assert list(tab.columns) == concurrency.COLUMNS
     got = [tuple(r) for r in tab.itertuples(index=False)]
-    assert got == [("naive", "postgres", 4, 50.0, 1, 3.0, 0.75, 4.0, 0.0, 0.0, 2),
-                   ("seq", "postgres", 4, 50.0, 2, 1.0, 0.25, 1.0, 2.0, 0.5, 1),
-                   ("seq", "sqlite", 2, 0.0, 1, 2.0, 1.0, 2.0, 0.0, 0.0, 0)]
+    assert got == [("naive", "postgres", 4, 50.0, 1, 3.0, 0.75, 0.75, 0.75, 4.0, 0.0, 0.0, 2),
+                   ("seq", "postgres", 4, 50.0, 2, 1.0, 0.25, 0.25, 0.25, 1.0, 2.0, 0.5, 1),
+                   ("seq", "sqlite", 2, 0.0, 1, 2.0, 1.0, 1.0, 1.0, 2.0, 0.0, 0.0, 0)]
     assert all(type(v) is int for v in tab["k"]) and all(type(v) is float for v in tab["jitter_ms"])
     assert concurrency.table(records.iloc[:0]).empty and list(concurrency.table(records.iloc[:0]).columns) == \
         concurrency.COLUMNS
@@ -92,7 +92,7 @@ def test_report_cells_rows_and_notes():
     assert rows["seq: races with exactly one gated effect"]["ours"] == "1 of 1 (100.00%)"
     assert rows["seq: cells with saturation 1.0"]["ours"] == "0 of 1 (0.00%)"
     naive = section.matrices[0]
-    assert naive.title == "naive: saturation (effects fired / k), backend x k x jitter"
+    assert naive.title == "naive: saturation (effects fired / k; varies between same-seed runs: the race's timing), backend x k x jitter"
     assert naive.rows == ["pg2 k=1000", "postgres k=1000", "sqlite k=5"]
     assert naive.columns == ["0 ms", "50 ms", "100 ms"]
     assert naive.cells == {("pg2 k=1000", "50 ms"): "0.998", ("postgres k=1000", "50 ms"): "0.999",
