@@ -1,0 +1,103 @@
+"""Google ADK 2.13 (a resumable App, a confirmation-gated tool, DatabaseSessionService on SQLite) under the harness.
+
+The env is built from its lock on first use (``data/envs/google-adk-2.13``), every crash is a real SIGKILL of a
+child of the env's fork server and every recovery a new process.  One fault cell (a SIGKILL after the gated effect
+of a resume, then recovery) and one k=2 race, as ``test_resume_framework_crewai.py`` does; the assertions tie each
+verdict to what the ledger and ADK's session events hold, so that a wrong lab or adapter fails, whatever the
+release under test does.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from test_resume_framework_adapters import _fault
+
+RUNTIME = "google-adk@2.13"
+
+
+def _calls(history, name: str) -> list:
+    return [op for op in history.operations if op.actor == "driver" and op.name == name]
+
+
+def _ledger(history, name: str) -> list:
+    return [op for op in history.operations if op.name == name]
+
+
+def test_fault_cell_sigkill_after_gated_effect():
+    """SIGKILL after the gated effect (charge) of a resume, recovery in a new process.  The kill is a real signal 9
+    of the resume's own process; the recovery is ADK's resume of the session's newest invocation
+    (run_async(invocation_id=...)), which continues from the last event: the function call to act was written,
+    its response was not, so ADK runs act again (its documented at-least-once) and goes on to notify.  Each verdict
+    is tied to the ledger: EO is invalid exactly when some effect fired twice, PC exactly when the recovery ran a
+    node below the frontier the checkpoints had when it began, CO exactly when the interrupt consumed more than one
+    value (planted bugs: a 'crash' that unwinds instead of dying; a recovery in the killed process; an adapter whose
+    recovery skips the killed node or restarts the run from prepare; a checker that misses a second firing)."""
+    records, history = _fault(RUNTIME, "crash_resume_after_effect_act")
+    verdicts = dict(zip(records["property"], records["verdict"]))
+    witnesses = dict(zip(records["property"], records["witness"]))
+    assert records["sigkills"][0] >= 1 and records["processes"][0] >= 3
+    assert verdicts["liveness"] == "valid"
+    for prop, verdict in verdicts.items():
+        assert verdict != "invalid" or witnesses[prop], f"{prop} invalid without a witness"
+    effects, traces = _ledger(history, "effect"), _ledger(history, "trace")
+    checkpoints = _ledger(history, "checkpoint")
+    fired = Counter((e.value["run"], e.value["task"], e.value["effect"]) for e in effects)
+    consumed = Counter(t.value["run"] for t in traces if t.value.get("kind") == "consume")
+    assert (verdicts["EO"] == "invalid") == any(n > 1 for n in fired.values())
+    assert (verdicts["CO"] == "invalid") == any(n > 1 for n in consumed.values())
+    below = False
+    recovers = _calls(history, "recover")
+    assert recovers
+    for rec in recovers:
+        run, label = rec.value["run"], rec.value["op"]
+        killed = [op for op in _calls(history, "resume") if op.value["run"] == run and op.index < rec.index]
+        assert killed and killed[0].status == "indeterminate" and killed[0].value.get("killed_by") == 9
+        assert rec.value["pid"] != killed[0].value["pid"]  # a new process
+        assert fired[(run, "2:act", "charge")] >= 1  # the killed resume's charge is in the ledger
+        frontier = max((c.value["step"] for c in checkpoints if c.value["run"] == run
+                        and c.value["created"] < rec.start), default=-1)
+        assert frontier == 2  # approve's response event was committed; act's was not (killed after its effect)
+        mine = [t for t in traces if t.value.get("op") == label and t.value.get("kind") == "node"]
+        below = below or any(t.value["step"] < frontier for t in mine)
+        # ADK resumes the invocation at its last event: the call to act, answered by running act again
+        assert [t.value["node"] for t in mine] == ["act", "notify"]
+        assert [e.value["effect"] for e in effects if e.value.get("op") == label] == ["charge", "email"]
+        assert rec.value["state"] == "done"
+        assert fired[(run, "2:act", "charge")] == 2 and fired[(run, "0:prepare", "reserve")] == 1
+        assert consumed[run] == 1
+    assert (verdicts["PC"] == "invalid") == below
+
+
+def test_race_k2():
+    """Two racers forked from the env's warm server answer one parked confirmation at one barrier: both answer,
+    and every gated firing and every consumption in the ledger carries the label of the racer that made it.  ADK's
+    DatabaseSessionService checks a session's storage revision at each append (StaleSessionError): the racer whose
+    append comes second fails, and the only question is when.  In this lab's runs the loser had already run the
+    confirmed tool (its consumption is in the ledger) and failed appending the tool's response, before act: a
+    failed racer holds at most the consumption, never a charge; a served one consumed once and charged once.  CO
+    and EO judge exactly what the ledger holds (planted bugs: racers that never answer or whose answers are lost; a
+    StaleSessionError recorded as a refusal after the racer ran a node; an adapter that runs a node itself, which
+    would charge without a consumption of its own; a checker that misses two consumptions of one interrupt)."""
+    from runners.experiment import Options
+    from runners.resume.concurrency import race_cell
+
+    out = race_cell("resume_frameworks", RUNTIME, "sqlite", 2, 0.0, 1, 7, Options())
+    r, history = out.records, out.history
+    assert r["indeterminate"] == [0], r
+    racers = [op for op in history.operations if op.actor.startswith("racer-")]
+    consumed = [op for op in _ledger(history, "trace") if op.value.get("kind") == "consume"]
+    charged = [op for op in _ledger(history, "effect") if op.value.get("effect") == "charge"]
+    assert len(racers) == 2 and len(charged) == r["effects_fired"][0]
+    assert (r["co_verdict"][0] == "invalid") == (len(consumed) > 1)
+    assert (r["eo_verdict"][0] == "invalid") == (len(charged) > 1)
+    for racer in racers:
+        label = racer.value["op"]
+        mine_c = [t for t in consumed if t.value["op"] == label]
+        mine_e = [e for e in charged if e.value["op"] == label]
+        if racer.value["state"] in ("refused", "failed"):
+            assert racer.value["reason"].startswith("StaleSessionError: "), racer.value
+            assert not mine_e and len(mine_c) <= 1
+            assert racer.value["state"] == ("failed" if mine_c else "refused")
+        else:
+            assert racer.value["state"] == "done" and len(mine_c) == 1 and len(mine_e) == 1
+    assert r["served"][0] >= 1 and r["effects_fired"] == r["served"], r
