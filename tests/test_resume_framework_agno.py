@@ -1,0 +1,113 @@
+"""Agno 3.1 (requires_confirmation paused, continue_run from SqliteDb in a new process) under the resume harness.
+
+Two rows: Agno's default (``agno@3.1``, ``checkpoint="runs"``) and its durable setting (``agno[tool-batch]@3.1``,
+``checkpoint="tool-batch"``).  The env is built from its lock on first use (``data/envs/agno-3.1``), every crash is a
+real SIGKILL of a child of the env's fork server and every recovery a new process.  One fault cell (a SIGKILL after
+the gated effect of a resume, then recovery) and one k=2 race per row, as ``test_resume_framework_crewai.py`` does;
+the assertions tie each verdict to what the ledger and Agno's ``agno_runs`` row hold, so that a wrong lab or adapter
+fails, whatever the release under test does.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from test_resume_framework_adapters import _fault
+
+RUNTIMES = ("agno@3.1", "agno[tool-batch]@3.1")
+
+
+def _calls(history, name: str) -> list:
+    return [op for op in history.operations if op.actor == "driver" and op.name == name]
+
+
+def _ledger(history, name: str) -> list:
+    return [op for op in history.operations if op.name == name]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_fault_cell_sigkill_after_gated_effect(runtime):
+    """SIGKILL after the gated effect (charge) of a resume, recovery in a new process, then the lab's retry of the
+    resume when the run is parked again.  The kill is a real signal 9 of the resume's own process.  In both rows
+    nothing was written between the pause and the kill (the default writes a run at its terminal states only; the
+    tool-batch checkpoint writes the confirmed tool's result only with the next turn's, and act's turn never ended),
+    so the stored run is still PAUSED with its requirement unanswered: the recovery runs nothing and answers parked,
+    and the retried resume runs approve, act and notify again.  Each verdict is tied to the ledger: EO is invalid
+    exactly when some effect fired twice, CO exactly when the interrupt consumed more than one value, PC exactly when
+    a call after the kill ran a node below the frontier the checkpoints had when it began (planted bugs: a 'crash'
+    that unwinds instead of dying; a recovery in the killed process; an adapter that reads a checkpoint Agno never
+    committed and continues past the interrupt without the human's answer; a checker that misses a second firing or
+    consumption)."""
+    records, history = _fault(runtime, "crash_resume_after_effect_act")
+    verdicts = dict(zip(records["property"], records["verdict"]))
+    witnesses = dict(zip(records["property"], records["witness"]))
+    assert records["sigkills"][0] >= 1 and records["processes"][0] >= 3
+    assert verdicts["liveness"] == "valid"
+    for prop, verdict in verdicts.items():
+        assert verdict != "invalid" or witnesses[prop], f"{prop} invalid without a witness"
+    effects, traces = _ledger(history, "effect"), _ledger(history, "trace")
+    checkpoints = _ledger(history, "checkpoint")
+    fired = Counter((e.value["run"], e.value["task"], e.value["effect"]) for e in effects)
+    consumed = Counter(t.value["run"] for t in traces if t.value.get("kind") == "consume")
+    assert (verdicts["EO"] == "invalid") == any(n > 1 for n in fired.values())
+    assert (verdicts["CO"] == "invalid") == any(n > 1 for n in consumed.values())
+    below = False
+    recovers = _calls(history, "recover")
+    assert recovers
+    for rec in recovers:
+        run, label = rec.value["run"], rec.value["op"]
+        killed = [op for op in _calls(history, "resume") if op.value["run"] == run and op.index < rec.index]
+        assert killed and killed[0].status == "indeterminate" and killed[0].value.get("killed_by") == 9
+        assert rec.value["pid"] != killed[0].value["pid"]  # a new process
+        assert fired[(run, "2:act", "charge")] >= 1  # the killed resume's charge is in the ledger
+        frontier = max((c.value["step"] for c in checkpoints if c.value["run"] == run
+                        and c.value["created"] < rec.start), default=-1)
+        assert frontier == 1  # the pause (prepare's result, approve's requirement): nothing after it was written
+        # the recovery runs nothing: the stored run waits for its confirmation
+        assert rec.value["state"] == "parked" and not [t for t in traces if t.value.get("op") == label]
+        retry = [op for op in _calls(history, "resume") if op.value["run"] == run and op.index > rec.index]
+        assert retry and retry[0].value["state"] == "done"
+        mine = [t.value["node"] for t in traces if t.value.get("op") == retry[0].value["op"]
+                and t.value.get("kind") == "node"]
+        assert mine == ["approve", "act", "notify"]
+        below = below or any(t.value["step"] < frontier for t in traces if t.value.get("kind") == "node"
+                             and t.value.get("op") in (label, retry[0].value["op"]))
+        assert fired[(run, "2:act", "charge")] == 2 and fired[(run, "0:prepare", "reserve")] == 1
+        assert consumed[run] == 2
+    assert (verdicts["PC"] == "invalid") == below
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_race_k2(runtime):
+    """Two racers forked from the env's warm server answer one paused run at one barrier: both answer, and every
+    gated firing and every consumption in the ledger carries the label of the racer that made it.  Each racer
+    loads the PAUSED run and confirms its requirement on its own copy (RunRequirement.confirm checks the copy, not
+    the store), so a racer that loaded the run before the other's continuation wrote it is served too: each served
+    racer consumed once and charged once; a refused one is Agno's own 'This requirement does not require
+    confirmation' with nothing of its own in the ledger.  Which of the two a racer gets depends on timing (in this
+    lab's runs both were served, in both rows); CO and EO judge exactly what the ledger holds (planted bugs: racers
+    that never answer or whose answers are lost; a refusal invented by the adapter instead of Agno's own; an
+    adapter that runs a node itself, which would charge without a consumption of its own; a checker that misses
+    two consumptions of one interrupt)."""
+    from runners.experiment import Options
+    from runners.resume.concurrency import race_cell
+
+    out = race_cell("resume_frameworks", runtime, "sqlite", 2, 0.0, 1, 7, Options())
+    r, history = out.records, out.history
+    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] == 2, r
+    racers = [op for op in history.operations if op.actor.startswith("racer-")]
+    consumed = [op for op in _ledger(history, "trace") if op.value.get("kind") == "consume"]
+    charged = [op for op in _ledger(history, "effect") if op.value.get("effect") == "charge"]
+    assert len(racers) == 2 and len(charged) == r["effects_fired"][0] == len(consumed)
+    assert (r["co_verdict"][0] == "invalid") == (len(consumed) > 1)
+    assert (r["eo_verdict"][0] == "invalid") == (len(charged) > 1)
+    for racer in racers:
+        label = racer.value["op"]
+        mine_c = [t for t in consumed if t.value["op"] == label]
+        mine_e = [e for e in charged if e.value["op"] == label]
+        if racer.value["state"] == "refused":
+            assert "does not require confirmation" in racer.value["reason"] and not mine_c and not mine_e
+        else:
+            assert racer.value["state"] == "done" and len(mine_c) == 1 and len(mine_e) == 1
+    assert r["served"][0] >= 1 and r["effects_fired"] == r["served"], r
