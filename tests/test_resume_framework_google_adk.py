@@ -71,19 +71,22 @@ def test_fault_cell_sigkill_after_gated_effect():
 def test_race_k2():
     """Two racers forked from the env's warm server answer one parked confirmation at one barrier: both answer,
     and every gated firing and every consumption in the ledger carries the label of the racer that made it.  ADK's
-    DatabaseSessionService checks a session's storage revision at each append (StaleSessionError): the racer whose
-    append comes second fails, and the only question is when.  In this lab's runs the loser had already run the
-    confirmed tool (its consumption is in the ledger) and failed appending the tool's response, before act: a
-    failed racer holds at most the consumption, never a charge; a served one consumed once and charged once.  CO
-    and EO judge exactly what the ledger holds (planted bugs: racers that never answer or whose answers are lost; a
-    StaleSessionError recorded as a refusal after the racer ran a node; an adapter that runs a node itself, which
-    would charge without a consumption of its own; a checker that misses two consumptions of one interrupt)."""
+    DatabaseSessionService checks a session's storage revision at each append (StaleSessionError), but on SQLite
+    without a row lock (row-level locking is used on PostgreSQL and MySQL only): two answers to one
+    adk_request_confirmation call can both pass the check and be appended, both racers then run the confirmed tool,
+    and the one whose next append comes second fails there.  So a failed racer may hold one consumption (never a
+    charge: it fails before act); a racer refused with StaleSessionError ran nothing; a served one consumed once and
+    charged once, or nothing if the other's invocation had already ended (ADK answers a stray confirmation of a
+    finished invocation by running nothing).  In this lab's runs the loser consumed and failed.  CO and EO judge
+    exactly what the ledger holds (planted bugs: racers that never answer or whose answers are lost; a
+    StaleSessionError after a node ran recorded as a refusal; an adapter that runs a node itself, which would charge
+    without a consumption of its own; a checker that misses two consumptions of one interrupt)."""
     from runners.experiment import Options
     from runners.resume.concurrency import race_cell
 
     out = race_cell("resume_frameworks", RUNTIME, "sqlite", 2, 0.0, 1, 7, Options())
     r, history = out.records, out.history
-    assert r["indeterminate"] == [0], r
+    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] + r["failed"][0] == 2, r
     racers = [op for op in history.operations if op.actor.startswith("racer-")]
     consumed = [op for op in _ledger(history, "trace") if op.value.get("kind") == "consume"]
     charged = [op for op in _ledger(history, "effect") if op.value.get("effect") == "charge"]
@@ -99,5 +102,5 @@ def test_race_k2():
             assert not mine_e and len(mine_c) <= 1
             assert racer.value["state"] == ("failed" if mine_c else "refused")
         else:
-            assert racer.value["state"] == "done" and len(mine_c) == 1 and len(mine_e) == 1
-    assert r["served"][0] >= 1 and r["effects_fired"] == r["served"], r
+            assert racer.value["state"] == "done" and len(mine_c) == len(mine_e) <= 1
+    assert r["served"][0] >= 1 and len(charged) >= 1, r

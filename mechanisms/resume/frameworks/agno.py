@@ -205,7 +205,8 @@ class AgnoAdapter(Adapter):
         if run is None:
             return self.status(run_id, REFUSED, reason=f"no persisted state of run {run_id!r}")
         requirements = list(run.requirements or [])
-        mine = [r for r in requirements if r.tool_execution is not None and r.tool_execution.tool_name == self.interrupt]
+        mine = [r for r in requirements
+                if r.tool_execution is not None and r.tool_execution.tool_name == self.interrupt]
         if not mine:
             return self.status(run_id, REFUSED, reason=f"no requirement of the interrupt tool in run {run_id!r}")
         try:
