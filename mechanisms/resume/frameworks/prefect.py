@@ -77,6 +77,7 @@ import tempfile
 from pathlib import Path
 
 _FOLDER = Path(tempfile.gettempdir()) / f"driftlab-prefect-{os.getpid()}"  # the env fork server's (imported there)
+(_FOLDER / "home").mkdir(parents=True, exist_ok=True)  # Prefect makes its home at import, not its parents
 # Prefect's documented settings, before prefect is imported: its home under the server's folder, no analytics, no
 # logs sent to the API, quiet console (nothing of this is part of what the lab measures)
 for _var, _val in (("PREFECT_HOME", str(_FOLDER / "home")), ("DO_NOT_TRACK", "1"),

@@ -1,0 +1,116 @@
+"""Prefect 3.9 (a local Prefect server on SQLite, suspend_flow_run / resume_flow_run, persisted task results) under
+the resume harness.
+
+The env is built from its lock on first use (``data/envs/prefect-3.9``); the adapter starts one Prefect server per
+env fork server (about 20 s, once).  Every crash is a real SIGKILL of a child of the env's fork server and every
+recovery a new process.  One fault cell (a SIGKILL after the gated effect of a resume, then recovery) and one k=2
+race, as ``test_resume_framework_adapters.py`` does for the other frameworks; the assertions tie each verdict to what
+the ledger and Prefect's own stores (the server's flow run state, the persisted task result records) hold, so that a
+wrong lab or adapter fails, whatever the release under test does.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from test_resume_framework_adapters import _fault
+
+RUNTIME = "prefect@3.9"
+#: `prefect flow-run retry`'s refusal of a run not in a terminal state (prefect/cli/flow_run.py)
+NOT_TERMINAL = "is in state 'RUNNING' and cannot be retried"
+
+
+def _calls(history, name: str) -> list:
+    return [op for op in history.operations if op.actor == "driver" and op.name == name]
+
+
+def _ledger(history, name: str) -> list:
+    return [op for op in history.operations if op.name == name]
+
+
+def test_fault_cell_sigkill_after_gated_effect():
+    """SIGKILL after the gated effect (charge) of a resume, recovery in a new process.  The kill is a real signal 9 of
+    the process that resumed the flow run and was executing it (Prefect's engine, act's task after its charge, before
+    its result record was written); the server still holds the run RUNNING (nothing tells it the engine died: stock
+    Prefect detects that only with heartbeats and an automation the user adds), so the recovery, which retries as
+    `prefect flow-run retry` does, is refused by that command's own rule (terminal runs only), runs nothing and fires
+    nothing: liveness is invalid with a witness naming the refusal, EO and CO hold (one charge, one consumption), and
+    Prefect's result records end at approve's (step 2), none of act's.  Planted bugs this catches: a 'crash' that
+    unwinds instead of dying (Prefect's engine would mark the run CRASHED and the retry would run it); a recovery in
+    the killed process; an adapter that forces the run's state or runs the remaining tasks itself behind Prefect's
+    back (a second charge, or a done answer); a liveness checker that counts a refused recovery as progress."""
+    records, history = _fault(RUNTIME, "crash_resume_after_effect_act")
+    verdicts = dict(zip(records["property"], records["verdict"]))
+    witnesses = dict(zip(records["property"], records["witness"]))
+    assert records["sigkills"][0] >= 1 and records["processes"][0] >= 3
+    for prop, verdict in verdicts.items():
+        assert verdict != "invalid" or witnesses[prop], f"{prop} invalid without a witness"
+    effects, traces, checkpoints = _ledger(history, "effect"), _ledger(history, "trace"), _ledger(history, "checkpoint")
+    fired = Counter((e.value["run"], e.value["task"], e.value["effect"]) for e in effects)
+    consumed = Counter(t.value["run"] for t in traces if t.value.get("kind") == "consume")
+    assert (verdicts["EO"] == "invalid") == any(n > 1 for n in fired.values())
+    assert (verdicts["CO"] == "invalid") == any(n > 1 for n in consumed.values())
+    recovers = _calls(history, "recover")
+    assert recovers
+    refused = True
+    for rec in recovers:
+        run, label = rec.value["run"], rec.value["op"]
+        killed = [op for op in _calls(history, "resume") if op.value["run"] == run and op.index < rec.index]
+        assert killed and killed[0].status == "indeterminate" and killed[0].value.get("killed_by") == 9
+        assert rec.value["pid"] != killed[0].value["pid"]  # a new process
+        assert fired[(run, "2:act", "charge")] >= 1  # the killed resume's charge is in the ledger
+        mine = [op for op in (*effects, *traces) if op.value.get("op") == label]
+        if rec.value["state"] == "refused":
+            assert NOT_TERMINAL in rec.value["reason"], rec.value
+            assert not mine  # the retry's refusal comes before any task
+            steps = sorted(c.value["step"] for c in checkpoints if c.value["run"] == run)
+            assert steps == [1, 2], steps  # prepare's and approve's result records; act's was never written
+            assert fired[(run, "2:act", "charge")] == 1 and consumed[run] == 1
+        else:  # a run the server no longer held RUNNING was retried: the ledger must say what it ran
+            refused = False
+            assert rec.value["state"] in ("done", "failed")
+    if refused:
+        assert verdicts["liveness"] == "invalid" and NOT_TERMINAL in witnesses["liveness"]
+        assert verdicts["EO"] == "valid" and verdicts["CO"] == "valid"
+
+
+def test_race_k2():
+    """Two racers forked from the env's warm server resume one suspended flow run at one barrier, each with
+    resume_flow_run and then Prefect's engine on the run.  The server resumes a paused run once; a racer whose client
+    already saw the run not paused gets NotPausedError (refused, loudly, nothing of its own in the ledger); a racer
+    whose client read it paused just before the other's resume committed gets the server's ABORT ("Cannot resume a
+    flow run that is not paused"), which resume_flow_run does not raise (it raises on REJECT only), and its engine
+    then runs no task of the run: it answers the run's state with nothing consumed or fired (silently accepted: CO
+    invalid).  Either way one racer consumed the value and charged once, so EO holds.  Planted bugs this catches:
+    racers that never overlap or whose answers are lost; an adapter that runs the flow's tasks outside Prefect's
+    engine (two consumptions); a refusal invented by the adapter instead of Prefect's own NotPausedError; a CO/EO
+    verdict that disagrees with the ledger and the racers' answers."""
+    from runners.experiment import Options
+    from runners.resume.concurrency import race_cell
+
+    out = race_cell("resume_frameworks", RUNTIME, "sqlite", 2, 0.0, 1, 7, Options())
+    r, history = out.records, out.history
+    racers = [op for op in history.operations if op.actor.startswith("racer-")]
+    assert r["indeterminate"] == [0] and len(racers) == 2
+    states = [op.value["state"] for op in racers]
+    assert (r["served"][0], r["refused"][0], r["failed"][0]) == (
+        sum(s in ("parked", "done") for s in states), states.count("refused"), states.count("failed"))
+    ledger = [op.value for op in history.operations if op.name in ("trace", "effect")]
+    consumed = [v["op"] for v in ledger if v.get("kind") == "consume"]
+    charged = [v["op"] for v in ledger if v.get("effect") == "charge"]
+    assert len(consumed) == 1 and charged == consumed and r["effects_fired"] == [1]
+    winner = consumed[0]
+    inert = False
+    for racer in racers:
+        label, state = racer.value["op"], racer.value["state"]
+        if label == winner:
+            assert state == "done"
+            continue
+        assert not [v for v in ledger if v.get("op") == label]  # the loser ran no task
+        if state == "refused":
+            assert racer.value["reason"].startswith("NotPausedError: Cannot resume a run that isn't paused"), racer
+        else:
+            assert state in ("done", "parked")
+            inert = True
+    assert r["co_verdict"] == ["invalid" if inert else "valid"]
+    fired = [(v["task"], v["effect"]) for v in ledger if "effect" in v]
+    assert len(fired) == len(set(fired)) and r["eo_verdict"] == ["valid"]
