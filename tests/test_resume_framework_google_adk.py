@@ -104,3 +104,36 @@ def test_race_k2():
         else:
             assert racer.value["state"] == "done" and len(mine_c) == len(mine_e) <= 1
     assert r["served"][0] >= 1 and len(charged) >= 1, r
+
+
+def test_race_k2_postgres(pg_dsn):
+    """The same race on PostgreSQL, where ADK's stale-session check locks the session's row (SELECT ... FOR
+    UPDATE): the check and the append are one step, so a racer that loaded the session before the other's answer
+    was appended is refused at its own answer's append, before any node (StaleSessionError, refused: nothing of
+    its own in the ledger).  The verdicts are still tied to the ledger, whatever the timing: a failed racer holds
+    at most the consumption, a served one consumed and charged once or nothing; CO is invalid exactly when two
+    consumptions are in the ledger (in this lab's runs: one served, one refused, CO valid).  Planted bugs as in
+    the SQLite race, and a lab that runs the PostgreSQL cell on SQLite (the history's backend is checked)."""
+    from runners.experiment import Options
+    from runners.resume.concurrency import race_cell
+
+    out = race_cell("resume_frameworks", RUNTIME, "postgres", 2, 0.0, 1, 7, Options())
+    r, history = out.records, out.history
+    assert history.meta.get("backend") == "postgres", history.meta
+    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] + r["failed"][0] == 2, r
+    racers = [op for op in history.operations if op.actor.startswith("racer-")]
+    consumed = [op for op in _ledger(history, "trace") if op.value.get("kind") == "consume"]
+    charged = [op for op in _ledger(history, "effect") if op.value.get("effect") == "charge"]
+    assert len(racers) == 2 and len(charged) == r["effects_fired"][0]
+    assert (r["co_verdict"][0] == "invalid") == (len(consumed) > 1)
+    assert (r["eo_verdict"][0] == "invalid") == (len(charged) > 1)
+    for racer in racers:
+        label = racer.value["op"]
+        mine_c = [t for t in consumed if t.value["op"] == label]
+        mine_e = [e for e in charged if e.value["op"] == label]
+        if racer.value["state"] in ("refused", "failed"):
+            assert racer.value["reason"].startswith("StaleSessionError: "), racer.value
+            assert not mine_e and racer.value["state"] == ("failed" if mine_c else "refused")
+        else:
+            assert racer.value["state"] == "done" and len(mine_c) == len(mine_e) <= 1
+    assert r["served"][0] >= 1 and len(charged) >= 1, r

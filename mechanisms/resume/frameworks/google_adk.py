@@ -20,7 +20,10 @@ What ADK does is left to it, through its documented API (``google.adk``:
   with an ``adk_request_confirmation`` long-running call and the resumable
   invocation pauses (ADK's tool confirmation is the human decision);
 - persistence: ADK's ``DatabaseSessionService`` on SQLite
-  (``sqlite+aiosqlite:///<location>/<ns>adk.sqlite``): one ``events`` row per
+  (``sqlite+aiosqlite:///<location>/<ns>adk.sqlite``) or PostgreSQL
+  (``postgresql+psycopg``, the DSN's server, schema ``<ns>``; there ADK locks
+  the session's row (``SELECT ... FOR UPDATE``) for its stale-session check,
+  which it does on MySQL and PostgreSQL only): one ``events`` row per
   event (the user's message, each model call, each function response with its
   state delta, the confirmation request), the session's state beside them;
 - ``start`` = ``create_session(state={"lab": initial})`` then ``run_async``
@@ -58,6 +61,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -74,6 +78,7 @@ from google.adk.sessions import DatabaseSessionService  # noqa: E402
 from google.adk.sessions.schemas.v1 import StorageEvent  # noqa: E402
 from google.adk.tools import FunctionTool, ToolContext  # noqa: E402
 from google.genai import types  # noqa: E402
+from psycopg.conninfo import conninfo_to_dict  # noqa: E402
 from sqlalchemy import event as sa_event  # noqa: E402
 from sqlalchemy.orm import Session as SaSession  # noqa: E402
 
@@ -142,14 +147,22 @@ class GoogleADKAdapter(Adapter):
                Answer(REFUSED, r"no adk_request_confirmation call in session",
                       "ADK: a tool confirmation answers the session's adk_request_confirmation call"))
     #: the async SQLite driver and ADK's v1 schema, imported lazily by the first call: once in the server
-    WARM = {**Adapter.WARM, "sqlite": ("aiosqlite", "sqlalchemy.dialects.sqlite.aiosqlite")}
+    WARM = {**Adapter.WARM, "sqlite": ("aiosqlite", "sqlalchemy.dialects.sqlite.aiosqlite"),
+            "postgres": ("psycopg", "sqlalchemy.dialects.postgresql.psycopg")}
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)
-        self.db = Path(backend["location"]) / f"{self.ns}adk.sqlite"
         self.loop = asyncio.new_event_loop()
         self.run_id, self.unsaved = "", None
-        self.service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{self.db}")
+        if backend["kind"] == "sqlite":
+            db = Path(backend["location"]) / f"{self.ns}adk.sqlite"
+            self.service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{db}")
+        else:  # the DSN's server, ADK's tables in schema <ns> (created by setup; the lab drops it after the cell)
+            if not re.fullmatch(r"[a-z_][a-z0-9_]*", self.ns):
+                raise ValueError(f"namespace {self.ns!r} is not a plain schema name")
+            self.service = DatabaseSessionService(
+                db_url="postgresql+psycopg://",
+                connect_args={**conninfo_to_dict(backend["location"]), "options": f"-c search_path={self.ns}"})
         agent = LlmAgent(name="driftlab_graph", model=ScriptedLlm(names=list(self.graph.names)),
                          instruction="Run the graph's nodes in order.",
                          tools=[self._tool(i) for i in range(len(self.graph.nodes))])
@@ -191,6 +204,12 @@ class GoogleADKAdapter(Adapter):
         self.loop.run_until_complete(go())
 
     def setup(self) -> None:
+        if self.backend["kind"] == "postgres":
+            import psycopg
+            from psycopg import sql
+
+            with psycopg.connect(self.backend["location"], autocommit=True) as conn:
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.ns)))
         self.loop.run_until_complete(self.service.prepare_tables())
 
     def start(self, run_id: str, input: str) -> dict:
