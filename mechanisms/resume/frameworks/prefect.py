@@ -52,7 +52,14 @@ engine call a worker and ``prefect flow-run retry --entrypoint`` make;
   retry --entrypoint`` does (``Scheduled`` forced, then ``run_flow``); a run
   still RUNNING is refused as that command refuses it (only terminal runs are
   retried): a SIGKILLed engine leaves its run RUNNING, stock Prefect detects
-  such a run only through heartbeats and an automation the user adds.
+  such a run only through heartbeats and an automation the user adds.  The
+  ``crashed-retry`` row (option ``zombies = "crashed"``) is that addition: the
+  documented zombie-flow automation (flow run heartbeats, a proactive trigger
+  on their absence, the action ``ChangeFlowRunState(CRASHED)``) would mark the
+  run CRASHED once its window (at least the 30 s minimum heartbeat interval)
+  passed; ``recover``, called only after the engine was SIGKILLed, takes that
+  action at once (``set_flow_run_state(Crashed(...), force=True)``, the API call
+  the action makes) and then retries as above.
 
 The store is read (``checkpoints``, ``state``) from what Prefect persisted: one
 checkpoint per persisted task result record of the run (the node's new state,
@@ -101,7 +108,7 @@ from prefect.exceptions import Pause  # noqa: E402
 from prefect.flow_engine import run_flow  # noqa: E402
 from prefect.locking.filesystem import FileSystemLockManager  # noqa: E402
 from prefect.settings import PREFECT_API_URL, PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings  # noqa: E402
-from prefect.states import Scheduled  # noqa: E402
+from prefect.states import Crashed, Scheduled  # noqa: E402
 
 from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED,  # noqa: E402
                        REFUSED, Adapter, current)
@@ -110,6 +117,8 @@ FLOW = "driftlab-graph"
 SERVER_IDLE_S = 300  # the server stops this long after the last call (or when its fork server is gone)
 WAIT_S = 90  # the server's start-up (16 s on an idle 2-core machine)
 FINAL = ("FAILED", "CRASHED", "CANCELLED")
+#: the message of the documented zombie-flow automation's ChangeFlowRunState action (Prefect's "Detect zombie flows")
+ZOMBIE = "Flow run marked as crashed due to missing heartbeats."
 
 
 def node_body(step: int, state: dict, resume: Any = None) -> dict:
@@ -282,6 +291,12 @@ class PrefectAdapter(Adapter):
         kind = fr.state.type.value if fr.state else "UNKNOWN"
         if kind in ("PAUSED", "COMPLETED"):
             return self.answer(run_id)
+        if kind in ("RUNNING", "PENDING") and self.options.get("zombies") == "crashed":
+            # the action of Prefect's documented zombie-flow automation (no heartbeat within its window: the run is
+            # marked CRASHED), taken at once: this process is called only after the run's engine was SIGKILLed
+            with self.settings(), get_client(sync_client=True) as client:
+                client.set_flow_run_state(fr.id, Crashed(message=ZOMBIE), force=True)
+            kind = "CRASHED"
         if kind in FINAL:  # `prefect flow-run retry --entrypoint`: Scheduled (forced), then the engine locally
             with self.settings(), get_client(sync_client=True) as client:
                 client.set_flow_run_state(fr.id, Scheduled(message="Retried via CLI (local execution)"), force=True)
