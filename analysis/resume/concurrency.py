@@ -23,6 +23,19 @@ from analysis.reference import reference
 from analysis.resume.langgraph_findings import note as langgraph_note
 from analysis.resume.langgraph_findings import remit_races
 from analysis.report import Matrix, Section, row
+from vocabulary.resume import DONE, PARKED, REFUSED
+
+#: what the k racers of one race got, counted (the frameworks table's losers' fates are read from these)
+RACER_COUNTS = ("served", "refused", "failed", "indeterminate")
+
+
+def racer_counts(answers: list[dict | None]) -> dict[str, int]:
+    """The racers' answers counted: served (parked or done), refused, failed (the framework's declared failure: a
+    loud answer, never served) and indeterminate (no status)."""
+    got = [a["status"]["state"] for a in answers if a and "status" in a]
+    return {"served": sum(1 for s in got if s in (PARKED, DONE)), "refused": sum(1 for s in got if s == REFUSED),
+            "failed": sum(1 for s in got if s not in (PARKED, DONE, REFUSED)), "indeterminate": len(answers) - len(got)}
+
 
 #: the columns two same-seed runs give equal, and those the race's timing decides (an interval over repetitions)
 EXACT = ("runtime", "backend", "k", "jitter_ms", "repetitions")
@@ -33,7 +46,7 @@ COLUMNS = [*EXACT, *VARYING]
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
     out = []
-    for (rt, be, k, j), g in records.groupby(["runtime", "backend", "k", "jitter_ms"], sort=True):
+    for (rt, be, k, j), g in records.groupby(["runtime", "backend", "k", "jitter_ms"]):
         out.append({"runtime": rt, "backend": be, "k": int(k), "jitter_ms": float(j), "repetitions": len(g),
                     "effects_fired_mean": float(g["effects_fired"].mean()),
                     "saturation": float((g["effects_fired"] / g["k"]).mean()),

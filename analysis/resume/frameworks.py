@@ -67,21 +67,19 @@ def differences(runtime: str, pub: list[dict], cells: dict) -> list[str]:
 def table(records: pd.DataFrame) -> pd.DataFrame:
     out = []
     for rt, t in records.groupby("runtime", sort=False):
-        faults = t[t["k"] == 0]
-        cells = faults.groupby("fault_cell")["verdict"]
+        cells = [set(v) for _, v in t[t["k"] == 0].groupby("fault_cell")["verdict"]]  # each fault cell's verdicts
         races = _races(t)
         line = {"runtime": rt, "framework": t["framework"].iloc[0], "release": t["release"].iloc[0],
                 "variant": t["variant"].iloc[0]}
         for prop in PROPS:
             line[prop] = fold(t.loc[t["property"] == prop, "verdict"])
         co_inert = t.loc[(t["property"] == "CO") & (t["verdict"] != "not applicable"), CO_INERT_FROM]
-        line["CO (inert)"] = fold(co_inert) if len(co_inert) else NA
-        line.update(fault_cells_violated=int(cells.apply(lambda v: "invalid" in set(v)).sum()),
-                    fault_cells=int(cells.ngroups),
-                    fault_cells_na=int(cells.apply(lambda v: set(v) == {"not applicable"}).sum()),
-                    race_cells=int(races.groupby(["backend", "k", "jitter_ms"]).ngroups) if len(races) else 0,
-                    saturation_mean=float(races["saturation"].mean()) if len(races) else float("nan"),
-                    saturation_max=float(races["saturation"].max()) if len(races) else float("nan"))
+        line["CO (inert)"] = fold(co_inert)
+        line.update(fault_cells_violated=sum("invalid" in v for v in cells), fault_cells=len(cells),
+                    fault_cells_na=sum(v == {"not applicable"} for v in cells),
+                    race_cells=int(races.groupby(["backend", "k", "jitter_ms"]).ngroups),
+                    saturation_mean=float(races["saturation"].mean()),  # NaN without races
+                    saturation_max=float(races["saturation"].max()))
         out.append(line)
     return pd.DataFrame(out, columns=COLUMNS)
 

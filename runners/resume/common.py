@@ -247,7 +247,7 @@ def _row(rep, seed, cell, prop, verdict, fired, expected, witness, kills, proces
     return {"repetition": rep, "seed": seed, "operation": cell.operation, "crash_point": cell.crash_point,
             "property": prop, "verdict": verdict, "effects_fired": fired, "effects_expected": expected,
             "witness": witness, "sigkills": kills, "processes": processes, "wall_us": wall_us, "co_inert": co_inert,
-            # the racer counts a race record carries (runners/resume/concurrency.py RACER_COUNTS): none in a fault cell
+            # the racer counts a race record carries (analysis/resume/concurrency.py RACER_COUNTS): none in a fault cell
             "served": 0, "refused": 0, "failed": 0, "indeterminate": 0}
 
 

@@ -23,6 +23,7 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+from analysis.resume.concurrency import RACER_COUNTS, racer_counts
 from faults.resume import concurrent_resume
 from runners.resume import common as rc
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
@@ -30,11 +31,7 @@ from runners.resume.cells import Recorder, setup_backend
 from runners.resume.procs import build, racers
 from scenarios.resume.loader import by_kind
 from vocabulary import History
-from vocabulary.resume import CHECKPOINT, DONE, EFFECT, PARKED, REFUSED, STORES_READ, TRACE
-
-
-#: what the k racers of one race got, counted (the frameworks table's losers' fates are read from these)
-RACER_COUNTS = ("served", "refused", "failed", "indeterminate")
+from vocabulary.resume import CHECKPOINT, DONE, EFFECT, PARKED, STORES_READ, TRACE
 
 
 def grid(options: Options):
@@ -97,14 +94,6 @@ def one_big_race_at_a_time(backend_kind: str, k: int, per_racer: int) -> Iterato
             conn.execute("SELECT pg_advisory_unlock_shared(%s)", (INTENT_LOCK,))
         restart_clock()
         yield
-
-
-def racer_counts(answers: list[dict | None]) -> dict[str, int]:
-    """The racers' answers counted: served (parked or done), refused, failed (the framework's declared failure: a
-    loud answer, never served) and indeterminate (no status)."""
-    got = [a["status"]["state"] for a in answers if a and "status" in a]
-    return {"served": sum(1 for s in got if s in (PARKED, DONE)), "refused": sum(1 for s in got if s == REFUSED),
-            "failed": sum(1 for s in got if s not in (PARKED, DONE, REFUSED)), "indeterminate": len(answers) - len(got)}
 
 
 def race_cell(experiment: str, runtime: str, backend_kind: str, k: int, jitter_ms: float, repetitions: int,

@@ -100,6 +100,10 @@ def test_report_cells_rows_and_notes():
     assert naive.paper == {key: "1" for key in naive.cells}  # none of these cells is published: the default
     assert "Cells where naive differs from the paper" in section.notes
     assert "PostgreSQL cells are missing" not in section.notes
+    assert ("Exact between two runs of one seed: runtime, backend, k, jitter_ms, repetitions; decided by the race's "
+            "timing, so varying: effects_fired_mean, saturation, saturation_min, saturation_max, served_mean, "
+            "refused_mean, failed_mean, indeterminate (saturation_min and saturation_max: its interval over the "
+            "repetitions).") in section.notes
     assert section.artifact == "resume_concurrency"
     assert section.title == "Resume: k concurrent resumers of one parked interrupt"
 

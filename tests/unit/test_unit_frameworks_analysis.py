@@ -6,11 +6,7 @@ effects instead of k; "CO (inert)" read from the lab's CO verdict; a published v
 runtime's cell; a figure drawing another column than the one its table names; the effects per race reported only as
 a mean (the distribution 0 / 1 / >1 hides a lost effect).
 
-mutmut (2026-12-04, ``analysis.resume.frameworks``: fold, _races, effects_per_race, differences, table): 180 of 187
-mutants killed; the 7 survivors are equivalent: ``groupby(sort=None)`` (falsy, as False); ``if len(x) or True``
-for "CO (inert)", race_cells and both saturations (an empty selection folds to n/a, counts 0 groups and gives NaN
-anyway); ``float("NAN")`` for ``float("nan")`` (twice).  The report's functions (report, langgraph_notes,
-cell_outcome, changes, first_witness, na_reasons) have no unit test yet: 536 mutants there are not covered.
+mutmut: the whole module's score and its equivalent survivors are in ``test_unit_frameworks_report.py``.
 """
 from __future__ import annotations
 
@@ -190,7 +186,7 @@ def test_the_figure_draws_the_columns_its_table_names(tmp_path):
 # ---------------------------------------------------------------------------------------------- racers
 def planted_counts(answers):
     """Planted: a racer whose framework answered 'failed' counted as served (it answered, after all)."""
-    from runners.resume.concurrency import racer_counts
+    from analysis.resume.concurrency import racer_counts
 
     out = racer_counts(answers)
     return {**out, "served": out["served"] + out["failed"], "failed": 0}
@@ -198,14 +194,14 @@ def planted_counts(answers):
 
 def check_counts(counts) -> None:
     answers = [{"status": {"state": "done"}}, {"status": {"state": "failed"}}, {"status": {"state": "refused"}},
-               {"status": {"state": "parked"}}, None]
-    assert counts(answers) == {"served": 2, "refused": 1, "failed": 1, "indeterminate": 1}
+               {"status": {"state": "parked"}}, None, {"status": {"state": "done"}}, {"pid": 7}]
+    assert counts(answers) == {"served": 3, "refused": 1, "failed": 1, "indeterminate": 2}
 
 
 def test_a_failed_racer_is_never_counted_as_served():
     """Bug class: a racer that failed (the framework's declared failure, e.g. pydantic-graph's lock file vanishing
     under it) counted as served, which hides a race that lost its effect."""
-    from runners.resume.concurrency import racer_counts
+    from analysis.resume.concurrency import racer_counts
 
     check_counts(racer_counts)
     with pytest.raises(AssertionError):
