@@ -24,9 +24,10 @@ requires_confirmation=True)``, ``Agent.run``, ``Agent.get_last_run_output``,
   (``continue_run(..., dependencies={"approval": value})``,
   ``run_context.dependencies``); every value is a confirmation (the lab's node
   semantics consume it; a "no" is a value, not ``reject``);
-- persistence: Agno's ``SqliteDb`` on ``<location>/<ns>agno.sqlite`` (its
-  ``agno_sessions`` row per session, its ``agno_runs`` row per run, the run's
-  messages, tool executions and requirements in it).  When it writes is the
+- persistence: Agno's ``SqliteDb`` on ``<location>/<ns>agno.sqlite``, or its
+  ``PostgresDb`` on the DSN's server in schema ``<ns>`` (its ``agno_sessions``
+  row per session, its ``agno_runs`` row per run, the run's messages, tool
+  executions and requirements in it).  When it writes is the
   agent's ``checkpoint`` setting: the default (``"runs"``) writes a run at its
   terminal states only (paused, completed, error); ``"tool-batch"`` (the row
   ``agno[tool-batch]@3.1``, ``options.checkpoint``) also after each model turn's
@@ -45,7 +46,7 @@ requires_confirmation=True)``, ``Agent.run``, ``Agent.get_last_run_output``,
   loop never finished.  No fork, replay, update or resume by id (the env's
   ``not_applicable``).
 
-The store is read (``checkpoints``, ``state``) from Agno's SQLite file as it
+The store is read (``checkpoints``, ``state``) from Agno's runs table as it
 wrote it: the session's newest ``agno_runs`` row (a completed run continued
 again is forked by Agno into a sibling row, the newest), one checkpoint per
 stored tool execution of a node with a result (``step`` = the node's index + 1,
@@ -66,7 +67,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 from datetime import datetime
 from pathlib import Path
@@ -75,12 +75,16 @@ from typing import Any
 os.environ.setdefault("AGNO_TELEMETRY", "false")  # no telemetry call (the machine may have no network)
 
 from agno.agent import Agent  # noqa: E402
+from agno.db.postgres import PostgresDb  # noqa: E402
 from agno.db.sqlite import SqliteDb  # noqa: E402
 from agno.models.base import Model  # noqa: E402
 from agno.models.response import ModelResponse  # noqa: E402
 from agno.run import RunContext  # noqa: E402
 from agno.tools import tool  # noqa: E402
+from psycopg.conninfo import conninfo_to_dict  # noqa: E402
+from sqlalchemy import column, create_engine, select, table  # noqa: E402
 from sqlalchemy import event as sa_event  # noqa: E402
+from sqlalchemy import inspect as sa_inspect  # noqa: E402
 
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, DONE, DURING_CHECKPOINT_WRITE, REFUSED, Adapter,  # noqa: E402
                        Answer)
@@ -154,8 +158,14 @@ class AgnoAdapter(Adapter):
 
     def __init__(self, backend, graph, hooks=None, options=None):
         super().__init__(backend, graph, hooks, options)
-        self.db_file = Path(backend["location"]) / f"{self.ns}agno.sqlite"
-        self.db = SqliteDb(db_file=str(self.db_file))
+        if backend["kind"] == "sqlite":
+            self.db = SqliteDb(db_file=str(Path(backend["location"]) / f"{self.ns}agno.sqlite"))
+            self.schema = None
+        else:  # the DSN's server, Agno's tables in schema <ns> (Agno creates it; the lab drops it after the cell)
+            self.schema = self.ns
+            self.db = PostgresDb(db_engine=create_engine("postgresql+psycopg://",
+                                                         connect_args=conninfo_to_dict(backend["location"])),
+                                 db_schema=self.schema)
         self.run_id, self.unsaved, self.wrote_run = "", None, False
         self.interrupt = self.graph.names[self.graph.interrupt_step]
         self.agent = Agent(name="driftlab-graph", model=ScriptedModel(self.graph.names), db=self.db,
@@ -233,18 +243,16 @@ class AgnoAdapter(Adapter):
 
     # ------------------------------------------------------------------ reading
     def _rows(self, run_id: str) -> list:
-        if not self.db_file.exists():
+        """The session's rows of Agno's runs table (run id, status, run data), oldest first: read as stored."""
+        engine = self.db.db_engine
+        if not sa_inspect(engine).has_table(RUNS_TABLE, schema=self.schema):  # no run ever stored
             return []
-        conn = sqlite3.connect(str(self.db_file), timeout=30)
-        try:
-            return conn.execute(f"SELECT run_id, status, run_data FROM {RUNS_TABLE} WHERE session_id = ? "
-                                "ORDER BY run_index, created_at, rowid", (run_id,)).fetchall()
-        except sqlite3.OperationalError as exc:  # the tables are not there yet (no run ever stored)
-            if "no such table" not in str(exc):
-                raise
-            return []
-        finally:
-            conn.close()
+        runs = table(RUNS_TABLE, column("run_id"), column("status"), column("run_data"), column("session_id"),
+                     column("run_index"), column("created_at"), schema=self.schema)
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(
+                select(runs.c.run_id, runs.c.status, runs.c.run_data).where(runs.c.session_id == run_id)
+                .order_by(runs.c.run_index, runs.c.created_at))]
 
     def checkpoints(self, run_id: str) -> list[dict]:
         rows = self._rows(run_id)
