@@ -12,7 +12,7 @@ import os
 import time
 
 from .langgraph import LangGraphAdapter
-from .protocol import AFTER_EFFECT, BEFORE_NODE, REFUSED
+from .protocol import AFTER_EFFECT, BEFORE_NODE, DONE, REFUSED
 
 
 class RaisesInResume(LangGraphAdapter):
@@ -79,3 +79,15 @@ class RecoverAnswersHead(LangGraphAdapter):
 
     def recover(self, run_id):
         return self.state(run_id)
+
+
+class OldestState(LangGraphAdapter):
+    """Planted: a finished run answered with its oldest saved state (checkpoints read oldest first, the first
+    taken)."""
+
+    def state(self, run_id):
+        head = super().state(run_id)
+        cps = self.checkpoints(run_id)
+        if head["state"] != DONE or not cps:
+            return head
+        return self.status(run_id, DONE, cps[0]["checkpoint"], None, cps[0]["values"])

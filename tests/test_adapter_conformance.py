@@ -17,9 +17,11 @@ framework's store at each point:
 - after every kill, a recovery in a new process *advances* the run (re-runs a node, or is done, or the run is
   durably parked at its interrupt) or answers one of the framework's declared refusals/failures.
 
-Answer kinds: parked (start), done (resume; the newest of several saved states restored: every effect once,
-the whole log), a second resume of a finished run and a resume of an unknown run (a refusal or the framework's
-documented answer, no node run by it, nothing fired).
+Answer kinds: parked (start), done (resume; the newest of several saved states restored: the value reached the
+nodes after the interrupt, and the done answer names the newest saved state and its values), a second resume of a
+finished run and a resume of an unknown run (a refusal or the framework's documented answer, no node run by it,
+nothing fired), and for DBOS a workflow in ``ERROR`` (what DBOS records after a step raised): failed, in ``state``
+and in a resume, never done.
 
 Process-heavy rows share one warm fork server per environment and adapter (:func:`server`), started once per test
 process.  The planted adapters (``tests/planted_adapters.py``, LangGraph's adapter with one bug each) must fail:
@@ -43,6 +45,7 @@ from vocabulary.resume import DEFAULT_GRAPH, Backend
 
 HERE = Path(__file__).resolve().parent
 PLANTED = HERE / "planted_adapters.py"
+PLANTED_DBOS = HERE / "planted_dbos.py"
 GRAPH = DEFAULT_GRAPH
 NAMES = [n.name for n in GRAPH.nodes]
 INTERRUPT = next(i for i, n in enumerate(GRAPH.nodes) if n.interrupt)
@@ -62,10 +65,10 @@ def applicable(d: Declared, point: str, node: str) -> bool:
     return point not in d.not_applicable and f"{point}@{node}" not in d.not_applicable
 
 
-def planted(cls: str) -> Declared:
-    """A planted adapter in the real langgraph-1.2.24 environment."""
-    base = declared()["langgraph@1.2.24"]
-    return replace(base, name=f"planted-{cls}", adapter=f"{PLANTED}:{cls}", aliases=())
+def planted(cls: str, module: Path = PLANTED, runtime: str = "langgraph@1.2.24") -> Declared:
+    """A planted adapter in the real environment of ``runtime`` (LangGraph 1.2.24's unless named)."""
+    base = declared()[runtime]
+    return replace(base, name=f"planted-{cls}", adapter=f"{module}:{cls}", aliases=())
 
 
 # ---------------------------------------------------------------------------------------------- the driver
@@ -186,12 +189,9 @@ def test_crash_point(d, point, node, call, tmp_path):
     conform_point(d, tmp_path, point, node, call)
 
 
-@pytest.mark.parametrize("d", [pytest.param(d, id=d.name) for d in ADAPTERS])
-def test_answer_kinds(d, tmp_path):
-    """parked, done (from the newest of several saved states), a second resume and a resume of an unknown run, each
-    a well-formed answer the server accepted, a refusal never after a node ran (planted: MalformedResume,
-    SwallowsIntoRefused)."""
-    c = Cell(d, tmp_path)
+def conform_answers(d: Declared, tmp: Path) -> None:
+    """parked, done (from the newest of several saved states), a second resume and a resume of an unknown run."""
+    c = Cell(d, tmp)
     _, st = c.op("start", input="order-1")
     assert st.get("status", {}).get("state") == "parked" and st["status"]["node"] == "approve", st
     assert len(c.checkpoints()) >= 1
@@ -201,6 +201,11 @@ def test_answer_kinds(d, tmp_path):
     # each effect fired is the framework's behaviour, judged by the checkers (EO), not by the harness
     assert {e.key for e in c.effects()} == {"charge", "email", "reserve"}
     assert [e.payload for e in c.effects() if e.key == "charge"][-1].endswith(":yes"), c.effects()
+    saved = c.checkpoints()
+    assert len(saved) >= 2, f"{d.name}: several states saved by the end of the run, got {saved}"
+    if done["status"]["checkpoint"] is not None:  # the answer names the newest saved state and its values
+        assert done["status"]["checkpoint"] == saved[-1]["checkpoint"], (done, saved[-1])
+        assert done["status"]["values"] == saved[-1]["values"], (done, saved[-1])
     label, again = c.op("resume", value="no")
     assert "status" in again, again  # refused, or whatever the framework does with a stray resume: never an error
     if again["status"]["state"] == "refused":
@@ -210,6 +215,47 @@ def test_answer_kinds(d, tmp_path):
     assert "status" in unknown, unknown
     if unknown["status"]["state"] == "refused":  # LangGraph starts a new thread instead: its behaviour, recorded
         assert not c.effects(label) and not c.traces(label, "node"), f"{d.name}: refused after running a node"
+
+
+@pytest.mark.parametrize("d", [pytest.param(d, id=d.name) for d in ADAPTERS])
+def test_answer_kinds(d, tmp_path):
+    """Each answer kind well formed and accepted by the server, a refusal never after a node ran, the done answer
+    naming the newest saved state (planted: MalformedResume, SwallowsIntoRefused below; OldestState here)."""
+    conform_answers(d, tmp_path)
+
+
+def test_planted_oldest_state_fails_the_answer_kinds(tmp_path):
+    """An adapter that reads a run's oldest saved state instead of its newest (its done answer names the first
+    checkpoint) fails the answer kinds."""
+    with pytest.raises(AssertionError):
+        conform_answers(planted("OldestState"), tmp_path)
+
+
+def conform_errored(d: Declared, tmp: Path) -> None:
+    """A DBOS workflow that ended in ``ERROR`` (what DBOS records after a step raised: the status in its own system
+    database): ``state`` and a resume answer failed with DBOS's status, and the resume runs no node."""
+    import sqlite3
+
+    c = Cell(d, tmp)
+    _, st = c.op("start", input="order-1")
+    assert st["status"]["state"] == "parked", st
+    with sqlite3.connect(Path(c.backend.location) / f"{c.backend.namespace.lower()}dbos.sqlite") as db:
+        assert db.execute("UPDATE workflow_status SET status = 'ERROR' WHERE workflow_uuid = ?",
+                          (c.run,)).rowcount == 1
+    _, state = c.op("state")
+    label, resumed = c.op("resume", value="yes")
+    for reply in (state, resumed):
+        assert reply.get("status", {}).get("state") == "failed", f"{d.name}: an errored workflow answered {reply}"
+        assert reply["status"]["reason"].startswith("workflow ERROR"), reply
+    assert not c.traces(label, "node"), f"{d.name}: a node ran in a resume of an errored workflow"
+
+
+def test_an_errored_workflow_is_failed_never_done(tmp_path):
+    """DBOS's ``ERROR`` is the framework's failed answer, never done or parked (planted: ErrorReadAsDone, DBOS's
+    adapter with ERROR among its successes, which would make an errored run count as done, liveness and all)."""
+    conform_errored(declared()["dbos@3.4"], tmp_path / "real")
+    with pytest.raises(AssertionError, match="an errored workflow answered"):
+        conform_errored(planted("ErrorReadAsDone", PLANTED_DBOS, "dbos@3.4"), tmp_path / "planted")
 
 
 # ---------------------------------------------------------------------------------------------- planted adapters
