@@ -110,10 +110,12 @@ def test_race_k2_postgres(pg_dsn):
     """The same race on PostgreSQL, where ADK's stale-session check locks the session's row (SELECT ... FOR
     UPDATE): the check and the append are one step, so a racer that loaded the session before the other's answer
     was appended is refused at its own answer's append, before any node (StaleSessionError, refused: nothing of
-    its own in the ledger).  The verdicts are still tied to the ledger, whatever the timing: a failed racer holds
-    at most the consumption, a served one consumed and charged once or nothing; CO is invalid exactly when two
-    consumptions are in the ledger (in this lab's runs: one served, one refused, CO valid).  Planted bugs as in
-    the SQLite race, and a lab that runs the PostgreSQL cell on SQLite (the history's backend is checked)."""
+    its own in the ledger).  A racer that loaded it just after the other's answer was appended (and before that
+    invocation's next append) still appends a second answer to the same confirmation call, runs the confirmed tool
+    and fails at its next append (failed, one consumption, no charge): the lab's quick profile saw both.  The
+    verdicts are tied to the ledger whatever the timing: CO is invalid exactly when two consumptions are in the
+    ledger, EO exactly when two charges are.  Planted bugs as in the SQLite race, and a lab that runs the
+    PostgreSQL cell on SQLite (the history's backend is checked)."""
     from runners.experiment import Options
     from runners.resume.concurrency import race_cell
 
