@@ -12,6 +12,8 @@ import os
 
 import pytest
 
+from planting import planted
+
 from runners.backends import postgres_dsn
 
 
@@ -29,3 +31,24 @@ def pg_dsn() -> str:
             pytest.fail(reason + " (DRIFTLAB_REQUIRE_POSTGRES=1)")
         pytest.skip(reason)
     return postgres_dsn()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "planted(target, old, new): the bug this test catches, planted and checked "
+                                       "after it passes (tests/planting.py)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """After a test passes, each of its planted variants must make it fail (tests/planting.py)."""
+    result = yield
+    for mark in item.iter_markers("planted"):
+        target, old, new = mark.args
+        with planted(target, old, new):
+            try:
+                item.runtest()
+            except Exception:  # noqa: BLE001 - any failure of the test is the planted bug caught
+                continue
+        pytest.fail(f"the planted variant of {target} ({old!r} -> {new!r}) passes this test: its docstring's "
+                    "claim is not checked", pytrace=False)
+    return result

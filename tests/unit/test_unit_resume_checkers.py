@@ -47,7 +47,9 @@ def test_one_consumption_and_a_refused_second_resume_hold():
     assert verdict(CO, rows) is Verdict.VALID
 
 
-@pytest.mark.parametrize("second", ["no", "yes"])
+@pytest.mark.parametrize("second", ["no", pytest.param("yes", marks=pytest.mark.planted(
+    "analysis.resume.checkers:ConsumeOnce.judge", "if len(rows) > 1:",
+    "if len({r.value.get('resume') for r in rows}) > 1:"))])
 def test_a_second_consumption_is_invalid_whatever_its_value(second):
     """Bug class: a consume-once checker that accepts a second, different value (or the same value twice): two
     consumptions of one interrupt are a violation."""
@@ -57,6 +59,9 @@ def test_a_second_consumption_is_invalid_whatever_its_value(second):
     assert res.verdict is Verdict.INVALID and "consumed 2 resume values" in res.witnesses[0].explanation
 
 
+@pytest.mark.planted('analysis.resume.checkers:ConsumeOnce.judge',
+                     'if earlier and call.value.get("state") not in (REFUSED, FAILED) and self.refusal_required:',
+                     'if False:')
 def test_a_second_value_silently_accepted_is_invalid():
     """Bug class: a consume-once checker that accepts a second, different value: the second resume consumed
     nothing but was answered 'done' instead of refused."""
@@ -66,6 +71,9 @@ def test_a_second_value_silently_accepted_is_invalid():
     assert res.verdict is Verdict.INVALID and "instead of being refused" in res.witnesses[0].explanation
 
 
+@pytest.mark.planted('analysis.resume.checkers:ConsumeOnce.judge',
+                     'if fired:',
+                     'if False:')
 def test_a_second_resume_that_fires_the_gated_effect_is_invalid():
     """Bug class: a consume-once checker blind to a resume that consumed nothing yet fired the gated effect."""
     rows = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
@@ -74,15 +82,22 @@ def test_a_second_resume_that_fires_the_gated_effect_is_invalid():
     assert verdict(CO, rows) is Verdict.INVALID
 
 
+@pytest.mark.planted('analysis.resume.checkers:ConsumeOnce.judge',
+                     'earlier = [t for t in consumes.get(run, [])',
+                     'earlier = [t for rs in consumes.values() for t in rs')
 def test_consumptions_of_two_runs_are_two_interrupts():
     """Bug class: consumptions counted over the whole history instead of per run (one each is correct), and a
     consumption of another run taken as the earlier consumer of this one."""
-    rows = parked("r1") + parked("r2") + [
+    rows = parked("r1") + parked("r2") + parked("r3") + [
         call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
-        call("resume", "r2", "b", "done", "no", start=4, end=5), consume("r2", "b", "no", 4.5)]
+        call("resume", "r2", "b", "done", "no", start=4, end=5), consume("r2", "b", "no", 4.5),
+        call("resume", "r3", "c", "parked", "x", start=6, end=7)]  # r3's interrupt never consumed: nothing to refuse
     assert verdict(CO, rows) is Verdict.VALID
 
 
+@pytest.mark.planted('analysis.resume.checkers:ConsumeOnce.judge',
+                     'if call.name != RESUME or call.indeterminate:',
+                     'if call.name != RESUME:')
 def test_a_killed_second_resume_is_not_judged_as_answered():
     """Bug class: an indeterminate resume (its process killed, no answer) judged as a completed one that was
     'answered' instead of refused."""
@@ -203,6 +218,9 @@ def test_stores_read_and_empty_is_judged_not_unknown():
 
 
 # ------------------------------------------------------------------ effects and prefix
+@pytest.mark.planted('analysis.resume.checkers:EffectExactlyOnce.judge',
+                     'if len(rows) > 1:',
+                     "if len({r.value.get('effect') for r in rows}) > 1:")
 def test_effect_fired_twice_or_missing_from_a_done_run():
     """Bug class: EO counting distinct keys (a second firing passes) or never checking a done run's missing effect."""
     done = {"input": "i", "approval": "yes", "steps": 4, "log": []}
