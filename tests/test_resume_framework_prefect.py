@@ -114,3 +114,61 @@ def test_race_k2():
     assert r["co_verdict"] == ["invalid" if inert else "valid"]
     fired = [(v["task"], v["effect"]) for v in ledger if "effect" in v]
     assert len(fired) == len(set(fired)) and r["eo_verdict"] == ["valid"]
+
+
+def test_fault_cell_crashed_retry():
+    """The crashed-retry row: what a user adds so that a SIGKILLed flow run can be retried (the documented zombie-flow
+    automation's action, CRASHED, then `prefect flow-run retry`).  SIGKILL after act's charge; the recovery, in a new
+    process, re-executes the flow run from its start: prepare and approve are not run again (their persisted results
+    are cache hits under the default cache policy, inputs + task source + flow run id; the human's value comes back
+    from Prefect's saved run input, not a second consumption), act is (its result was never written): the ledger
+    holds two charges, one reserve and one consumption, EO is invalid with a witness naming the charge, PC and CO hold,
+    and the run is done.  Planted bugs this catches: a retry outside Prefect's engine (prepare's reserve twice, or a
+    second consumption); an adapter that answers done without re-running act; a checker that misses the second
+    charge."""
+    records, history = _fault("prefect[crashed-retry]@3.9", "crash_resume_after_effect_act")
+    verdicts = dict(zip(records["property"], records["verdict"]))
+    witnesses = dict(zip(records["property"], records["witness"]))
+    assert records["sigkills"][0] >= 1 and records["processes"][0] >= 3
+    effects, traces = _ledger(history, "effect"), _ledger(history, "trace")
+    fired = Counter((e.value["run"], e.value["task"], e.value["effect"]) for e in effects)
+    consumed = Counter(t.value["run"] for t in traces if t.value.get("kind") == "consume")
+    recovers = _calls(history, "recover")
+    assert recovers and verdicts["liveness"] == "valid"
+    for rec in recovers:
+        run, label = rec.value["run"], rec.value["op"]
+        assert rec.value["state"] == "done"
+        ran = [t.value["node"] for t in traces if t.value.get("op") == label and t.value.get("kind") == "node"]
+        assert ran == ["act", "notify"], ran  # prepare and approve: cache hits of the same flow run
+        assert fired[(run, "2:act", "charge")] == 2 and fired[(run, "0:prepare", "reserve")] == 1
+        assert consumed[run] == 1
+    assert verdicts["EO"] == "invalid" and "charge" in witnesses["EO"]
+    assert verdicts["PC"] == "valid" and verdicts["CO"] == "valid"
+
+
+def test_serializable_cache_retry_waits_on_the_dead_holders_lock(tmp_path):
+    """The documented safe cache configuration for concurrent executions (SERIALIZABLE isolation with a
+    FileSystemLockManager) together with the crashed-retry recovery: the SIGKILLed engine held the lock of act's cache
+    key (Prefect's transaction takes it with no acquire or hold timeout), nothing releases it, and the retry waits on
+    it forever: the env's server cuts the recovery at the call's limit, an error, never an answer; the ledger holds the
+    killed call's one charge and nothing of the recovery.  This is why the lab has no row for that combination (a hang
+    stops a run).  Planted bug this catches: an adapter that removes or times out Prefect's lock itself."""
+    from dataclasses import replace
+
+    from test_adapter_conformance import Cell
+
+    from mechanisms.resume.frameworks import declared
+
+    base = declared()["prefect[serializable-cache]@3.9"]
+    d = replace(base, name="prefect[serializable-cache+crashed-retry]@3.9",
+                options={"isolation": "SERIALIZABLE", "zombies": "crashed"}, aliases=())
+    c = Cell(d, tmp_path)
+    _, started = c.op("start", input="order-1")
+    assert started["status"]["state"] == "parked"
+    label, killed = c.op("resume", crash=("after_effect", "act"), value="yes")
+    assert killed.get("killed") and killed["code"] == -9
+    reply = c.call("recover", {"run_id": c.run}, "run-1/recover#3", timeout=15)
+    assert "status" not in reply and "no answer within" in reply["error"], reply
+    assert [(e.task, e.key) for e in c.effects(label)] == [("2:act", "charge")]
+    assert not c.effects("run-1/recover#3") and not c.traces("run-1/recover#3", "node")
+    assert list((tmp_path / f"{c.backend.namespace.lower()}prefect-results" / "run-1" / "locks").iterdir())

@@ -39,7 +39,9 @@ engine call a worker and ``prefect flow-run retry --entrypoint`` make;
   ``DEFAULT.configure(isolation_level="SERIALIZABLE",
   lock_manager=FileSystemLockManager(<that folder>/locks))``;
 - every call that runs the flow acts as the deployment's worker in its own
-  process: ``run_flow(flow, flow_run=<the run read from the API>)``;
+  process: it proposes ``Pending`` and submits the run only if the server
+  accepts (``BaseWorker._propose_pending_state``), then
+  ``run_flow(flow, flow_run=<the run read from the API>)``;
   ``start`` = ``create_flow_run_from_deployment(name=<ns>:<run>)`` and run it
   (it runs the tasks before the interrupt, suspends and exits: Prefect's
   ``Pause``); ``resume`` = ``resume_flow_run(id, run_input={"value": v})``
@@ -104,11 +106,12 @@ from prefect._internal.result_records import ResultRecord  # noqa: E402
 from prefect.cache_policies import DEFAULT  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName  # noqa: E402
-from prefect.exceptions import Pause  # noqa: E402
+from prefect.exceptions import Abort, Pause  # noqa: E402
 from prefect.flow_engine import run_flow  # noqa: E402
 from prefect.locking.filesystem import FileSystemLockManager  # noqa: E402
 from prefect.settings import PREFECT_API_URL, PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings  # noqa: E402
-from prefect.states import Crashed, Scheduled  # noqa: E402
+from prefect.states import Crashed, Pending, Scheduled  # noqa: E402
+from prefect.utilities.engine import propose_state_sync  # noqa: E402
 
 from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED,  # noqa: E402
                        REFUSED, Adapter, current)
@@ -244,9 +247,18 @@ class PrefectAdapter(Adapter):
 
         return graph_flow
 
-    def _execute(self, run_id: str, flow_run_id) -> None:
-        """The deployment's worker in this process: Prefect's engine runs the flow run (a suspension ends it)."""
+    def _execute(self, run_id: str, flow_run_id, worker: bool = True) -> None:
+        """The deployment's worker in this process (``worker``: it submits the run only if the server accepts its
+        Pending proposal, as ``BaseWorker._propose_pending_state`` does; ``prefect flow-run retry`` calls the engine
+        without it), then Prefect's engine runs the flow run (a suspension ends it)."""
         with self.settings(run_id), get_client(sync_client=True) as client:
+            if worker:
+                try:
+                    state = propose_state_sync(client, Pending(), flow_run_id=flow_run_id)
+                except Abort:  # the worker's "Aborted submission of flow run": the server sent an abort signal
+                    return
+                if not state.is_pending():  # the worker's "Server returned a non-pending state"
+                    return
             flow_run = client.read_flow_run(flow_run_id)
             try:
                 run_flow(self._flow(run_id), flow_run=flow_run, return_type="state")
@@ -300,11 +312,13 @@ class PrefectAdapter(Adapter):
         if kind in FINAL:  # `prefect flow-run retry --entrypoint`: Scheduled (forced), then the engine locally
             with self.settings(), get_client(sync_client=True) as client:
                 client.set_flow_run_state(fr.id, Scheduled(message="Retried via CLI (local execution)"), force=True)
-        elif kind != "SCHEDULED":  # the same command's refusal of a run not in a terminal state
+            self._execute(run_id, fr.id, worker=False)
+        elif kind == "SCHEDULED":  # a scheduled run of the deployment: its worker submits it
+            self._execute(run_id, fr.id)
+        else:  # the same command's refusal of a run not in a terminal state
             return self.status(run_id, REFUSED, reason=(
                 f"Flow run '{fr.id}' is in state '{kind}' and cannot be retried. Only flow runs in terminal "
                 "states (COMPLETED, FAILED, CANCELLED, CRASHED) can be retried."))
-        self._execute(run_id, fr.id)
         return self.answer(run_id)
 
     # ------------------------------------------------------------------ reading
