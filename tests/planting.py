@@ -26,8 +26,11 @@ def _target(target: str):
     *path, name = qualname.split(".")
     for part in path:
         owner = getattr(owner, part)
-    func = inspect.unwrap(getattr(owner, name))
-    return getattr(func, "__func__", func)
+    func = inspect.getattr_static(owner, name)
+    func = func.fget if isinstance(func, property) else getattr(func, "__func__", func)  # property, static, class
+    if not inspect.isfunction(func):
+        raise ValueError(f"planted {target}: not a function ({type(func).__name__})")
+    return inspect.unwrap(func)
 
 
 @contextmanager

@@ -36,6 +36,9 @@ def gated(run, op, at):
     return ("ledger", "effect", OK, {"run": run, "task": "2:act", "effect": "charge", "op": op, "at": at}, at, at)
 
 
+CK = "analysis.resume.checkers:"  # where the planted variants go (tests/planting.py)
+
+
 def verdict(name, rows, meta=META) -> Verdict:
     return CHECKERS[name].check(history("resume", rows, meta)).verdict
 
@@ -107,6 +110,9 @@ def test_a_killed_second_resume_is_not_judged_as_answered():
 
 
 # ------------------------------------------------------------------ liveness
+@pytest.mark.planted("analysis.resume.checkers:Liveness.judge",
+                     'consumed = any(t.value.get("kind") == CONSUME and t.value.get("run") == run for t in v.traces)',
+                     'consumed = any(t.value.get("kind") == CONSUME for t in v.traces)')
 def test_liveness_is_per_run():
     """Bug class: a liveness checker that credits a resume of another run: r1's only resume was refused while
     r2's was served; r1 is still not live."""
@@ -118,6 +124,9 @@ def test_liveness_is_per_run():
     assert "2 parked runs resumed" in res.summary
 
 
+@pytest.mark.planted("analysis.resume.checkers:Liveness.judge",
+                     'if not consumed and all(c.value.get("state") == REFUSED for c in resumes):',
+                     'if any(c.value.get("state") == REFUSED for c in resumes):')
 def test_liveness_holds_when_one_resume_of_the_run_was_served():
     """Bug class: liveness demanding that every resume be served (refusing the second is the gate's job)."""
     rows = parked("r1") + [call("resume", "r1", "a", "done", "yes", start=2, end=3), consume("r1", "a", "yes", 2.5),
@@ -141,11 +150,14 @@ def _killed_resume(run, recoveries, done_at=None, parked_at=1.0):
 
 
 @pytest.mark.parametrize("recoveries,done_at,parked_at,expected", [
-    ([("failed", 3)], None, 1.0, Verdict.INVALID),  # the framework cannot restore a killed run: stuck for good
+    pytest.param([("failed", 3)], None, 1.0, Verdict.INVALID, marks=pytest.mark.planted(  # stuck for good
+        f"{CK}Liveness.judge", 'if all(c.status == "fail" for c in after):', "if False:")),
     ([("refused", 3), ("failed", 4)], None, 1.0, Verdict.INVALID),  # every recovery, not only the first
-    ([("failed", 3), ("done", 4)], 4.2, 1.0, Verdict.VALID),  # a later recovery continued it
+    pytest.param([("failed", 3), ("parked", 4)], None, 1.0, Verdict.VALID, marks=pytest.mark.planted(  # continued
+        f"{CK}Liveness.judge", 'if all(c.status == "fail" for c in after):', 'if any(c.status == "fail" for c in after):')),
     ([("failed", 3)], 5.0, 1.0, Verdict.VALID),  # finished in the end (another call continued it)
-    ([("failed", 3)], None, 3.5, Verdict.VALID),  # nothing durable when recovered: a lost start is not judged
+    pytest.param([("failed", 3)], None, 3.5, Verdict.VALID, marks=pytest.mark.planted(  # nothing durable yet
+        f"{CK}Liveness.judge", '(c.value.get("created") or 0) < (recoveries[0].start or 0)', "True")),
     ([], None, 1.0, Verdict.VALID),  # no recovery made: nothing to judge
 ], ids=["one-failed", "all-failed", "second-served", "done-later", "not-durable-yet", "no-recovery"])
 def test_liveness_after_a_crash_needs_one_recovery_that_continues(recoveries, done_at, parked_at, expected):
@@ -160,6 +172,9 @@ def test_liveness_after_a_crash_needs_one_recovery_that_continues(recoveries, do
         assert "run r1 was killed" in res.witnesses[0].explanation
 
 
+@pytest.mark.planted("analysis.resume.checkers:Liveness.judge",
+                     'after = [c for c in calls if kills and c.index > kills[-1] and not c.indeterminate]',
+                     'after = [c for c in calls if kills and not c.indeterminate]')
 def test_liveness_after_a_crash_names_the_kill_and_the_failed_calls_and_counts_runs():
     """Bug classes: a recovery witness naming the wrong operations or reason; the summary miscounting the crashed
     runs it judged; a recovery made before the kill, or a resume that continued the run after a failed recovery,
@@ -191,6 +206,9 @@ def test_liveness_after_a_crash_names_the_kill_and_the_failed_calls_and_counts_r
 
 
 # ------------------------------------------------------------------ nothing to judge by
+@pytest.mark.planted("analysis.resume.checkers:_missing",
+                     'if need_stores and not v.has_stores:',
+                     'if False:')
 def test_no_graph_or_no_stores_is_unknown_never_valid():
     """Bug class: unknown folded into valid: without the graph, or without any ledger or checkpoint entry, every
     property is unknown."""
@@ -203,6 +221,9 @@ def test_no_graph_or_no_stores_is_unknown_never_valid():
         assert {r.verdict for r in check_all(flagged).values()} == {Verdict.UNKNOWN}
 
 
+@pytest.mark.planted("analysis.resume.checkers:View.has_stores",
+                     'or self.stores_read',
+                     'or False')
 def test_stores_read_and_empty_is_judged_not_unknown():
     """Bug class: a run killed before anything of it was durable (no checkpoint, effect or trace) judged unknown
     although the harness read the stores (meta stores_read: true), hiding every other cell's verdict in the fold;
@@ -233,6 +254,9 @@ def test_effect_fired_twice_or_missing_from_a_done_run():
     assert verdict(EO, base + fired[:-1]) is Verdict.INVALID
 
 
+@pytest.mark.planted("analysis.resume.checkers:PrefixConsistency.judge",
+                     'row.value.get("step", 0) < f',
+                     'row.value.get("step", 0) <= f')
 def test_prefix_consistency_flags_a_node_run_below_the_frontier():
     """Bug class: PC comparing with the wrong frontier (a re-run of a node the run had already checkpointed
     passes) or flagging the first node after the frontier."""
