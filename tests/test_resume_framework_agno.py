@@ -119,3 +119,38 @@ def test_race_k2(runtime, backend, request):
             # run row by run id: a tool-batch checkpoint of the other racer may overwrite a completed row)
             assert racer.value["state"] in ("done", "parked") and len(mine_c) == 1 and len(mine_e) == 1
     assert r["served"][0] >= 1 and r["effects_fired"] == r["served"], r
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_sigkill_before_notify_default_vs_tool_batch(runtime, tmp_path):
+    """Where the two rows differ: a SIGKILL before notify of a resume (act's charge fired, act's turn over).  With
+    the default (checkpoint="runs") nothing was written since the pause: the stored run is PAUSED with its
+    requirement unanswered, the recovery runs nothing and answers parked, and the answered-again resume runs
+    approve and act again (a second consumption, a second charge).  With checkpoint="tool-batch" act's turn was
+    written (status RUNNING): the recovery is Agno's mid-flight continue_run, which runs notify only (one
+    consumption, one charge).  Planted bugs: a recovery that treats a RUNNING row as paused (it would answer parked
+    for tool-batch), or one that continues a PAUSED row without the human's answer (it would run act for the
+    default); a kill that unwinds instead of dying (the killed call would answer)."""
+    from test_adapter_conformance import Cell
+
+    from mechanisms.resume.frameworks import declared
+
+    c = Cell(declared()[runtime], tmp_path)
+    _, started = c.op("start", input="order-1")
+    assert started["status"]["state"] == "parked"
+    killed_label, killed = c.op("resume", crash=("before_node", "notify"), value="yes")
+    assert killed.get("killed") and killed["code"] == -9, killed
+    assert [e.key for e in c.effects(killed_label)] == ["charge"]
+    rlabel, rec = c.op("recover")
+    ran = [t.node for t in c.traces(rlabel, "node")]
+    if runtime == "agno@3.1":
+        assert rec["status"]["state"] == "parked" and rec["status"]["node"] == "approve" and ran == []
+        again, done = c.op("resume", value="yes")
+        assert done["status"]["state"] == "done"
+        assert [t.node for t in c.traces(again, "node")] == ["approve", "act", "notify"]
+        assert sorted(e.key for e in c.effects()) == ["charge", "charge", "email", "reserve"]
+        assert len(c.traces(kind="consume")) == 2
+    else:
+        assert rec["status"]["state"] == "done" and ran == ["notify"]
+        assert sorted(e.key for e in c.effects()) == ["charge", "email", "reserve"]
+        assert len(c.traces(kind="consume")) == 1
