@@ -1,11 +1,12 @@
-"""Agno 3.1 (requires_confirmation paused, continue_run from SqliteDb in a new process) under the resume harness.
+"""Agno 3.1 (requires_confirmation paused, continue_run from its SQLite or PostgreSQL db in a new process).
 
 Two rows: Agno's default (``agno@3.1``, ``checkpoint="runs"``) and its durable setting (``agno[tool-batch]@3.1``,
 ``checkpoint="tool-batch"``).  The env is built from its lock on first use (``data/envs/agno-3.1``), every crash is a
-real SIGKILL of a child of the env's fork server and every recovery a new process.  One fault cell (a SIGKILL after
-the gated effect of a resume, then recovery) and one k=2 race per row, as ``test_resume_framework_crewai.py`` does;
-the assertions tie each verdict to what the ledger and Agno's ``agno_runs`` row hold, so that a wrong lab or adapter
-fails, whatever the release under test does.
+real SIGKILL of a child of the env's fork server and every recovery a new process.  Per row: one fault cell (a
+SIGKILL after the gated effect of a resume, then recovery), a k=2 race on SQLite and on PostgreSQL, and a SIGKILL
+before notify (where the rows differ), as ``test_resume_framework_crewai.py`` does; the assertions tie each verdict
+to what the ledger and Agno's ``agno_runs`` row hold, so that a wrong lab or adapter fails, whatever the release
+under test does.
 """
 from __future__ import annotations
 

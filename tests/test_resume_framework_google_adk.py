@@ -1,10 +1,10 @@
-"""Google ADK 2.13 (a resumable App, a confirmation-gated tool, DatabaseSessionService on SQLite) under the harness.
+"""Google ADK 2.13 (a resumable App, a confirmation-gated tool, DatabaseSessionService) under the resume harness.
 
 The env is built from its lock on first use (``data/envs/google-adk-2.13``), every crash is a real SIGKILL of a
 child of the env's fork server and every recovery a new process.  One fault cell (a SIGKILL after the gated effect
-of a resume, then recovery) and one k=2 race, as ``test_resume_framework_crewai.py`` does; the assertions tie each
-verdict to what the ledger and ADK's session events hold, so that a wrong lab or adapter fails, whatever the
-release under test does.
+of a resume, then recovery) and a k=2 race on SQLite and on PostgreSQL, as ``test_resume_framework_crewai.py``
+does; the assertions tie each verdict to what the ledger and ADK's session events hold, so that a wrong lab or
+adapter fails, whatever the release under test does.
 """
 from __future__ import annotations
 
