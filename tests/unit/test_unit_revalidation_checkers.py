@@ -27,10 +27,14 @@ def pair(a: str, b: str, audit: int | None = None, group: int = 1):
     (OK, FAIL, None, Verdict.VALID),
     (OK, OK, None, Verdict.INVALID),          # two commits of one intent
     (FAIL, FAIL, None, Verdict.INVALID),      # the intent was lost
-    (OK, INDET, None, Verdict.UNKNOWN),       # one or two commits: the history cannot tell
+    pytest.param(OK, INDET, None, Verdict.UNKNOWN, marks=pytest.mark.planted(
+        "analysis.revalidation.checkers:OneCommitPerPair._pair", 'if op.status == OK)',
+        'if op.status in (OK, INDETERMINATE))')),  # one or two commits: the history cannot tell
     (FAIL, INDET, None, Verdict.UNKNOWN),     # zero or one commit
     (INDET, INDET, None, Verdict.UNKNOWN),
-    (OK, INDET, 1, Verdict.UNKNOWN),          # an audit of 1 does not resolve the unknown into valid...
+    pytest.param(OK, INDET, 1, Verdict.UNKNOWN, marks=pytest.mark.planted(
+        "analysis.revalidation.checkers:OneCommitPerPair._pair", 'if open_:',
+        'if open_ and audited is None:')),  # an audit of 1 does not resolve the unknown into valid...
     (OK, INDET, 2, Verdict.INVALID),          # ...but an audit of 2 proves the violation
     (OK, FAIL, 2, Verdict.INVALID),           # a refused commit landed
     (FAIL, FAIL, 1, Verdict.INVALID),         # audit 1 > 0 landed + 0 open
@@ -42,6 +46,9 @@ def test_one_commit_per_pair_three_valued(a, b, audit, verdict):
     assert PAIR.check(history("revalidation", pair(a, b, audit))).verdict is verdict
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:OneCommitPerPair.judge",
+                     'if len({op.actor for op in commits}) < 2:',
+                     'if len(commits) < 1:')
 def test_one_commit_per_pair_judges_only_race_pairs_and_keeps_the_worst():
     """Bug class: unknown folded into valid when the pairs are aggregated (one unknown pair among valid ones
     must make the whole verdict unknown, and an invalid one must win over it); a group with one committing
@@ -72,8 +79,12 @@ def rule_rows(commit_status: str, policy_status: str, overlap: bool = False):
 @pytest.mark.parametrize("commit,policy,overlap,verdict", [
     (OK, OK, False, Verdict.INVALID),       # committed after the rule turned false
     (FAIL, OK, False, Verdict.VALID),       # refused: no effect
-    (OK, OK, True, Verdict.VALID),          # overlapping: the commit may have come first
-    (INDET, OK, False, Verdict.UNKNOWN),    # the commit may or may not have landed
+    pytest.param(OK, OK, True, Verdict.VALID, marks=pytest.mark.planted(
+        "analysis.revalidation.checkers:_before", 'a.end < b.start',
+        'a.start < b.start')),  # overlapping: the commit may have come first
+    pytest.param(INDET, OK, False, Verdict.UNKNOWN, marks=pytest.mark.planted(
+        "analysis.revalidation.checkers:RuleHoldsAtCommit._effects", 'effects.append(_Effect(op, "commit", {}, op.status == INDETERMINATE))',
+        'effects.append(_Effect(op, "commit", {}, False))')),  # may or may not have landed
     (OK, INDET, False, Verdict.VALID),      # an unanswered policy change may have landed after the commit
     (OK, FAIL, False, Verdict.VALID),       # the policy change was refused
 ])
@@ -83,6 +94,9 @@ def test_rule_holds_at_commit_three_valued(commit, policy, overlap, verdict):
     assert RULE.check(history("revalidation", rule_rows(commit, policy, overlap))).verdict is verdict
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:RuleHoldsAtCommit._effects",
+                     'if op.value.get("result") == "updated":',
+                     'if False:')
 def test_rule_holds_at_commit_pending_policy_lands_at_commit_txn():
     """Bug class: a policy write inside a transaction (``updated``) applied at once instead of at its
     commit_txn: here the refund commits before the transaction commits, so the rule held."""
@@ -96,6 +110,9 @@ def test_rule_holds_at_commit_pending_policy_lands_at_commit_txn():
     assert res.verdict is Verdict.INVALID and "refunds were disabled" in res.witnesses[0].explanation
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:_holds",
+                     'state["refunds"] == 0 and ',
+                     '')
 def test_rule_holds_at_commit_second_refund_and_limit():
     """Bug class: the rule's conjuncts dropped (a second refund, or an amount over the limit, not a violation)."""
     two = [SETUP + (0.0, 0.5), ("w1", "commit", OK, {"group": 7}, 1.0, 1.5), ("w2", "commit", OK, {"group": 7}, 2.0, 2.5)]
@@ -120,7 +137,9 @@ def release(status: str, outcome: str, oracle: str, released: bool, stale: bool 
     (release(OK, "KEEP", "BLOCK", True), Verdict.INVALID, "false allow"),
     (release(OK, "KEEP", "REFRESH", True, stale=True), Verdict.INVALID, "stale payload"),
     (release(OK, "REPLAN", "KEEP", False), Verdict.INVALID, "decided REPLAN"),
-    (release(INDET, "BLOCK", "BLOCK", False), Verdict.UNKNOWN, "died"),
+    pytest.param(release(INDET, "BLOCK", "BLOCK", False), Verdict.UNKNOWN, "died", marks=pytest.mark.planted(
+        "analysis.revalidation.checkers:OracleAgreement._one", 'if op.indeterminate:',
+        'if False:')),
 ])
 def test_oracle_agreement_three_valued(row, verdict, words):
     """Bug class: an indeterminate release judged by the outcome it carries (VALID here) instead of unknown;
@@ -131,6 +150,9 @@ def test_oracle_agreement_three_valued(row, verdict, words):
         assert words in res.witnesses[0].explanation
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:OracleAgreement.judge",
+                     'if any(op.indeterminate for op in ops):',
+                     'if False:')
 def test_oracle_agreement_a_step_that_died_before_the_release_is_unknown():
     """Bug class: an execution whose step process died before its release skipped (the checker would answer
     VALID over the other executions) instead of unknown."""
@@ -141,6 +163,9 @@ def test_oracle_agreement_a_step_that_died_before_the_release_is_unknown():
     assert "1 valid, 0 invalid, 1 unknown" in res.summary
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:verdicts_by_group",
+                     'gv.verdict.rank > prev.verdict.rank',
+                     'True')
 def test_verdicts_by_group_keeps_the_worst_per_group():
     """Bug class: unknown folded into valid when several checkers judge one group (the last or the best verdict
     kept instead of the worst)."""
