@@ -85,15 +85,15 @@ def test_race_k2(runtime, backend, request):
     """Two racers forked from the env's warm server answer one paused run at one barrier: both answer, and every
     gated firing and every consumption in the ledger carries the label of the racer that made it.  Each racer
     loads the PAUSED run and confirms its requirement on its own copy (RunRequirement.confirm checks the copy, not
-    the store), so a racer that loaded the run before the other's continuation wrote it is served too: each served
-    racer consumed once and charged once; a refused one is Agno's own 'This requirement does not require
-    confirmation' with nothing of its own in the ledger; a served racer answers the store's head when it
-    returned (done, or parked when the other racer's row was written last).  Which of the two a racer gets depends on timing (in this
-    lab's runs both were served, in both rows and on both backends: Agno's SqliteDb and PostgresDb both upsert the
-    run row without a check of what the other racer wrote); CO and EO judge exactly what the ledger holds (planted bugs: racers
-    that never answer or whose answers are lost; a refusal invented by the adapter instead of Agno's own; an
-    adapter that runs a node itself, which would charge without a consumption of its own; a checker that misses
-    two consumptions of one interrupt)."""
+    the store; SqliteDb and PostgresDb upsert the run row without a check of what the other racer wrote), so a
+    racer that loaded the run before the other's continuation wrote it is served too: each served racer consumed
+    once and charged once, and answers the store's head when it returned (done, or parked when the other racer's
+    row was written last); a refused one is Agno's own 'This requirement does not require confirmation' (it loaded
+    the row the other's continuation wrote) with nothing of its own in the ledger.  Which a racer gets depends on
+    timing (this lab's k=2 runs mostly served both; the quick profile saw refusals on PostgreSQL); CO and EO judge
+    exactly what the ledger holds (planted bugs: racers that never answer or whose answers are lost; a refusal
+    invented by the adapter instead of Agno's own; an adapter that runs a node itself, which would charge without a
+    consumption of its own; a checker that misses two consumptions of one interrupt)."""
     from runners.experiment import Options
     from runners.resume.concurrency import race_cell
 
