@@ -25,7 +25,10 @@ FLAGS = ["agree", "invalid_effect", "false_allow", "false_block", "unnecessary_r
     ("REFRESH", "REFRESH", True, False, (True, False, False, False, False)),
     ("REPLAN", "KEEP", True, False, (False, True, True, False, False)),    # released although forbidden
     ("BLOCK", "KEEP", True, False, (False, True, True, False, False)),
-    ("BLOCK", "BLOCK", True, False, (True, True, True, False, False)),     # said BLOCK, released anyway
+    pytest.param("BLOCK", "BLOCK", True, False, (True, True, True, False, False),  # said BLOCK, released anyway
+                 marks=pytest.mark.planted("analysis.revalidation.counting:classify",
+                                           '"invalid_effect": released & (stale | forbidden),',
+                                           '"invalid_effect": (stale | forbidden) & ~outcome.isin(STOPS),')),
     ("BLOCK", "KEEP", False, False, (False, False, False, False, False)),  # said KEEP, released nothing
     ("BLOCK", "REPLAN", False, True, (False, False, False, False, False)),  # stale but never released
     ("REPLAN", "BLOCK", False, False, (False, False, False, False, False)),
@@ -40,6 +43,9 @@ def test_classify_counts_from_what_was_released(oracle, outcome, released, stale
     assert tuple(bool(got[c].iloc[0]) for c in FLAGS) == expect
 
 
+@pytest.mark.planted("analysis.revalidation.counting:classify",
+                     'records["premises_evaluated"] / records["changes"]',
+                     'records["changes"] / records["premises_evaluated"]')
 def test_classify_keeps_the_index_and_divides_premises_by_changes():
     """Bug class: a rate over the wrong population: premises per change inverted or multiplied; counts aligned with
     the wrong records (the index renumbered)."""
@@ -55,6 +61,9 @@ def test_classify_keeps_the_index_and_divides_premises_by_changes():
     assert "premises_per_change" not in classify(rec.drop(columns="premises_evaluated"))
 
 
+@pytest.mark.planted("analysis.revalidation.counting:classify",
+                     'if missing:',
+                     'if False:')
 def test_classify_refuses_records_without_the_columns_it_counts_from():
     """Bug class: counts computed from a missing column (silently all false) instead of refused."""
     with pytest.raises(KeyError, match="lack the column\\(s\\) released, payload_stale"):
@@ -63,6 +72,9 @@ def test_classify_refuses_records_without_the_columns_it_counts_from():
         classify(pd.DataFrame([{"outcome": "KEEP", "released": True, "payload_stale": False}]))
 
 
+@pytest.mark.planted("analysis.revalidation.counting:with_counts",
+                     'records[keys].reset_index(drop=True)',
+                     'records[keys]')
 def test_with_counts_sets_keys_beside_their_own_flags():
     """Bug class: counts beside the wrong keys (indexes not realigned) or an extra index column."""
     rec = pd.DataFrame([{"workload": "w1", "oracle": "BLOCK", "outcome": "KEEP", "released": True,
@@ -75,6 +87,9 @@ def test_with_counts_sets_keys_beside_their_own_flags():
     assert list(zip(out["workload"], out["false_allow"])) == [("w1", True), ("w2", False)]
 
 
+@pytest.mark.planted("analysis.revalidation.counting:with_all",
+                     'range(1, len(columns) + 1)',
+                     'range(1, len(columns))')
 def test_with_all_stacks_every_subset_as_totals():
     """Bug class: a total row that drops a group or a subset of the columns (the grand total), or double-counts."""
     frame = pd.DataFrame({"a": ["x", "y"], "b": ["p", "q"], "n": [1, 2]}, index=[3, 4])
@@ -86,12 +101,18 @@ def test_with_all_stacks_every_subset_as_totals():
     assert len(with_all(frame, [])) == 2
 
 
+@pytest.mark.planted("analysis.revalidation.counting:order_with_all",
+                     '["all", *head, *[v for v in seen if v not in head]]',
+                     '[*head, *[v for v in seen if v not in head], "all"]')
 def test_order_with_all():
     """Bug class: totals (``all``) not first, or the declared order ignored."""
     assert order_with_all(["b", "all", "a", "b", "c"]) == ["all", "b", "a", "c"]
     assert order_with_all(["b", "a", "c"], ["c", "z", "a"]) == ["all", "c", "a", "b"]
 
 
+@pytest.mark.planted("analysis.revalidation.counting:run_counts",
+                     'records[["workload", "mutation_class"]].drop_duplicates().shape[0]',
+                     'records[["workload", "mutation_class"]].shape[0]')
 def test_run_counts_counts_distinct_values_of_their_own_columns():
     """Bug class: a report's coverage counted over the wrong column (or rows instead of distinct values)."""
     rec = pd.DataFrame({"workload": ["w1", "w1", "w2", "w2", "w2"], "mutation_class": ["a", "b", "a", "a", "a"],
