@@ -93,6 +93,9 @@ NOTES = [
 ]
 
 
+@pytest.mark.planted("analysis.resume.frameworks:report",
+                     'differ = differences(r.runtime, pub, cells)',
+                     'differ = differences(names[0], pub, cells)')
 def test_the_report_of_a_small_run_says_what_its_records_say():
     """Bug class: any line of the report that disagrees with the records (worked out by hand above): a count, a
     saturation, a published verdict beside the wrong row, a reproduced claim that is not, a change read backwards,
@@ -123,6 +126,9 @@ def test_the_report_of_a_small_run_says_what_its_records_say():
                        (PG, "liveness"): "violates", (PG, "CO"): "holds", (PG, "CV"): "holds"}
 
 
+@pytest.mark.planted("analysis.resume.frameworks:report",
+                     'pub = published(r.framework, r.variant) if r.release != "installed" else []',
+                     'pub = published(r.framework, r.variant)')
 def test_an_installed_row_and_a_run_without_langgraph_get_no_artifact_or_paper_lines():
     """Bug class: the lab's own LangGraph runtime (release "installed", not a pinned env) compared with the
     artifact's release, or the paper's LangGraph findings written for a run with no LangGraph release row."""
@@ -137,6 +143,9 @@ def test_an_installed_row_and_a_run_without_langgraph_get_no_artifact_or_paper_l
     assert fw.langgraph_notes(fw.table(only), only) == []
 
 
+@pytest.mark.planted("analysis.resume.frameworks:langgraph_notes",
+                     'if len(races):',
+                     'if True:')
 def test_one_release_without_races_or_other_releases():
     """Bug class: a saturation line invented for a row that ran no race, a row that ran races only (no fault cell)
     breaking the table, a saturation of 0.999 (1.0 to three figures) not counted as 1.0, or a 'what changed' line
@@ -176,6 +185,9 @@ def test_the_first_witness_is_of_that_property_and_a_race_is_named_as_one():
         check_first_witness(planted_first_witness)
 
 
+@pytest.mark.planted("analysis.resume.frameworks:cell_outcome",
+                     'shown = bad[bad["property"] == "CO"] if (bad["property"] == "CO").any() else bad',
+                     'shown = bad')
 def test_cell_outcome_names_n_a_holds_and_the_co_witness():
     """Bug class: a probe's line that hides an n/a reason, says "holds" for a violated cell, or prints an EO witness
     where the CO witness (the values consumed) says what the framework did."""
@@ -191,6 +203,9 @@ def test_cell_outcome_names_n_a_holds_and_the_co_witness():
     assert fw.cell_outcome(t, R24, "p") == "" and fw.cell_outcome(t, R9, "none") == ""
 
 
+@pytest.mark.planted("analysis.resume.frameworks:changes",
+                     'f"{c} {p}: {a[(c, p)]} -> {b[(c, p)]}"',
+                     'f"{c} {p}: {b[(c, p)]} -> {a[(c, p)]}"')
 def test_changes_read_old_to_new_and_only_where_both_ran():
     """Bug class: a change between releases read backwards, or a cell only one release ran reported as changed."""
     t = frame(rec(R9, "EO", "invalid", "a"), rec(R9, "EO", "valid", "a"), rec(R24, "EO", "valid", "a"),
@@ -199,6 +214,9 @@ def test_changes_read_old_to_new_and_only_where_both_ran():
     assert fw.changes(t, R24, R9) == ["a EO: holds -> violates"]
 
 
+@pytest.mark.planted("analysis.resume.frameworks:na_reasons",
+                     'na = records[(records["runtime"] == runtime) & (records["verdict"] == "not applicable")]',
+                     'na = records[records["verdict"] == "not applicable"]')
 def test_na_reasons_are_the_runtimes_own_sorted_and_once():
     """Bug class: another runtime's n/a reasons, or one reason repeated per property, in a row's note."""
     t = frame(rec(R9, "EO", "not applicable", "b", witness="why b"), rec(R9, "CO", "not applicable", "b",
@@ -209,6 +227,9 @@ def test_na_reasons_are_the_runtimes_own_sorted_and_once():
     assert fw.na_reasons(t, R9) == ["a: why a", "b: why b"]
 
 
+@pytest.mark.planted("analysis.resume.frameworks:published",
+                     'v["framework"] == framework and v.get("variant", "") == variant',
+                     'v["framework"] == framework')
 def test_published_is_per_framework_and_variant():
     """Bug class: another variant's published verdicts (LlamaIndex's wait-for-event) set beside the step-boundary
     row, or a framework's values beside another framework."""

@@ -6,7 +6,8 @@ later calls failed after a schema-invalid state was persisted (a thread the fram
 liveness) or after a race whose decision was consumed and whose effect never fired (a lost effect).  Not a
 violation: racers that lost to a served one (they began before it ended), a run that finished, and a run whose
 graph cannot finish without a schema-invalid state when nothing invalid was persisted (refusing to persist it is
-CV's conformance).  Each test keeps the planted checker it fails on (:func:`without_stuck`).
+CV's conformance).  Each test keeps the planted checker it fails on (:func:`planted_without_stuck`, or a
+``planted`` marker: tests/planting.py).
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def judge(rows, meta=META, checker=None):
     return (checker or CHECKERS[LIVENESS]).check(history("resume", rows, meta))
 
 
-class WithoutStuck(Liveness):
+class PlantedWithoutStuck(Liveness):
     """Planted: the checker before issue 24 (a run stuck after failed calls counted under CV only, or as low
     saturation)."""
 
@@ -53,7 +54,7 @@ class WithoutStuck(Liveness):
         return None
 
 
-without_stuck = WithoutStuck()
+planted_without_stuck = PlantedWithoutStuck()
 
 
 def thread_failing_after_invalid_state():
@@ -80,9 +81,12 @@ def test_a_run_whose_later_calls_all_fail_is_not_live(rows):
     assert res.verdict is Verdict.INVALID, res
     text = res.witnesses[0].explanation
     assert "never reached done: after " in text and "/start (#0, parked)" in text and "2 later calls" in text
-    assert judge(rows, checker=without_stuck).verdict is Verdict.VALID  # the planted checker misses it
+    assert judge(rows, checker=planted_without_stuck).verdict is Verdict.VALID  # the planted checker misses it
 
 
+@pytest.mark.planted("analysis.resume.checkers:Liveness.stuck",
+                     '(c.start or 0) > (last.end or last.start or 0)',
+                     '(c.start or 0) >= (last.start or 0)')
 def test_racers_that_lost_to_a_served_one_are_not_stuck():
     """Bug class: losers of a race (refused while the winner was served) read as a stuck run."""
     rows = parked("race") + [consume("race", "race/resume#0", 2.1),
@@ -91,6 +95,9 @@ def test_racers_that_lost_to_a_served_one_are_not_stuck():
     assert judge(rows).verdict is Verdict.VALID
 
 
+@pytest.mark.planted("analysis.resume.checkers:Liveness.stuck",
+                     'if v.graph and any(n.invalid for n in v.graph.nodes) and not any(',
+                     'if False and not any(')
 def test_a_graph_that_cannot_finish_validly_is_not_stuck_when_nothing_invalid_was_persisted():
     """Bug class: a runtime that refuses to persist a schema-invalid state (CV holds) punished on liveness."""
     meta = {"graph": INVALID_GRAPH.to_dict()}
