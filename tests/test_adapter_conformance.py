@@ -358,3 +358,25 @@ def test_planted_adapter_stops_the_run(cls, says, tmp_path):
     for part in ("environment langgraph-1.2.24", f"planted_adapters.py:{cls}", "cell ", "call resume", says):
         assert part in line, (part, line)
     assert not list((tmp_path / "run" / "records").rglob("*.parquet"))
+
+
+def test_a_server_that_hangs_itself_is_cut_and_named(tmp_path, monkeypatch):
+    """A fork server that stops answering (itself, not a call's child: here SIGSTOPped) is killed once the call's
+    limit and the grace have passed, and the lab's error names the adapter and the call (planted bug of issue 24: a
+    hanging server held the run forever)."""
+    import signal
+
+    from runners.resume import envs
+
+    monkeypatch.setattr(envs, "SERVER_GRACE_S", 1.0)
+    d = declared()["langgraph@1.2.24"]
+    s = envs.EnvServer(d)
+    try:
+        c = Cell(d, tmp_path)
+        os.kill(s.proc.pid, signal.SIGSTOP)
+        with pytest.raises(envs.EnvError, match=r"did not answer call state .* within 2 s \(killed\)"):
+            s.call({"runtime": d.name, "backend": c.backend.to_dict(), "graph": GRAPH.to_dict(), "call": "state",
+                    "args": {"run_id": "r"}, "label": "x", "crash": None, "timeout": 1})
+        assert s.proc.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        s.close()

@@ -37,6 +37,7 @@ import fcntl
 import hashlib
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -256,6 +257,12 @@ def ensure_row(decl: Declared) -> Env:
 
 
 # ------------------------------------------------------------------------------------------- the env's server
+#: how long past a call's own limit the server may take to answer (its child is cut at the limit; the server then
+#: reaps it, and may import what the child imported lazily before reading the next request)
+SERVER_GRACE_S = 120.0
+CALL_TIMEOUT_S = 60.0  # a request without its own limit (protocol.CALL_TIMEOUT_S)
+
+
 class EnvServer:
     """The client of one env fork server (the lab's fork-server protocol; module docstring)."""
 
@@ -273,9 +280,17 @@ class EnvServer:
         self.owner = os.getpid()
 
     def call(self, request: dict) -> dict:
+        """The server's reply, within the call's own limit (``timeout``, which the server enforces on its child)
+        plus :data:`SERVER_GRACE_S`: a server that hangs itself (not a call's child) is killed and named."""
+        limit = float(request.get("timeout") or CALL_TIMEOUT_S) + SERVER_GRACE_S
         try:
             self.proc.stdin.write(json.dumps(request, default=str) + "\n")
             self.proc.stdin.flush()
+            if not select.select([self.proc.stdout], [], [], limit)[0]:
+                self.proc.kill()
+                raise EnvError(self.decl.env, "serve", f"the fork server of adapter {self.decl.adapter} did not "
+                               f"answer call {request.get('call')} {request.get('label') or ''} within {limit:g} s "
+                               "(killed)")
             line = self.proc.stdout.readline()
         except (BrokenPipeError, OSError):
             line = ""
