@@ -38,6 +38,9 @@ def verdicts(rows, meta=META) -> dict[str, Verdict]:
 
 
 # ------------------------------------------------------------------ indeterminate operations
+@pytest.mark.planted("analysis.isolation.checkers:_Base.check",
+                     'indeterminate = any(op.indeterminate and op.name in ("resolve", "merge", "spawn") for op in history.operations)',
+                     'indeterminate = False')
 @pytest.mark.parametrize("anomaly,rows", [
     (READ_SKEW, [res("T1", "model:embed", 1), res("T1", "model:embed", 2, INDET)]),
     (COMPATIBILITY_SKEW, [res("T1", "index:docs", 1), res("T1", "model:embed", 2, INDET)]),
@@ -66,6 +69,9 @@ def test_the_same_operations_answered_ok_are_the_anomaly(anomaly, rows):
     assert verdicts(rows + [res("T9", "tool:x", 1, INDET)])[anomaly] is Verdict.INVALID
 
 
+@pytest.mark.planted("analysis.isolation.checkers:ReadSkew.scan",
+                     'if op.name != "resolve" or op.status != "ok" or op.value.get("version") is None:',
+                     'if op.name != "resolve" or op.value.get("version") is None:')
 def test_refused_operations_bind_nothing():
     """Bug class: a refused (fail) resolution or merge judged as if it had bound its version."""
     v = verdicts([res("T1", "model:embed", 1), res("T1", "model:embed", 2, FAIL), res("T1", "index:docs", 1),
@@ -73,6 +79,9 @@ def test_refused_operations_bind_nothing():
     assert set(v.values()) == {Verdict.VALID}
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_Base.check",
+                     'if self.needs_contracts and contracts is None:',
+                     'if False:')
 def test_contract_checks_without_declared_contracts_are_unknown():
     """Bug class: unknown folded into valid: a contract-based checker with no contracts to judge by answers valid."""
     v = verdicts([res("T1", "index:docs", 1), res("T1", "model:embed", 2)], meta={})
@@ -83,6 +92,9 @@ def test_contract_checks_without_declared_contracts_are_unknown():
 
 
 # ------------------------------------------------------------------ what a branch inherited
+@pytest.mark.planted("analysis.isolation.checkers:_Flow.view",
+                     'return {**self.inherited, **self.own}',
+                     'return dict(self.own)')
 def test_compatibility_skew_sees_the_inherited_view():
     """Bug class: a checker that forgets what a branch inherited: the child binds model:embed@2 while its
     inherited view binds index:docs@1 (it never resolved the index itself)."""
@@ -90,6 +102,9 @@ def test_compatibility_skew_sees_the_inherited_view():
     assert v[COMPATIBILITY_SKEW] is Verdict.INVALID and v[CONTEXT_ESCAPE] is Verdict.VALID
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_replay",
+                     'flows[op.value["child"]] = _Flow(w, op.value.get("relation", "child"), parent.view(), spawned_at=op.index)',
+                     'flows[op.value["child"]] = _Flow(w, op.value.get("relation", "child"), dict(parent.own), spawned_at=op.index)')
 @pytest.mark.parametrize("relation", ["child", "fork", "retry"])
 def test_context_escape_for_every_relation_and_through_two_generations(relation):
     """Bug class: a checker that forgets what a branch inherited: a grandchild inherits its parent's inherited
@@ -102,6 +117,9 @@ def test_context_escape_for_every_relation_and_through_two_generations(relation)
     assert verdicts(later)[CONTEXT_ESCAPE] is Verdict.VALID
 
 
+@pytest.mark.planted("analysis.isolation.checkers:MergeSkew.scan",
+                     'parts += [(b, flows[b].view() if b in flows else {}) for b in op.value.get("branches", [])]',
+                     'parts += [(b, dict(flows[b].own) if b in flows else {}) for b in op.value.get("branches", [])]')
 def test_merge_skew_counts_the_parent_and_inherited_bindings():
     """Bug class: a merge checker that forgets what a branch inherited: the fork's view includes the index it
     inherited; the clash is between that inherited binding and the other fork's model@2."""
@@ -115,6 +133,9 @@ def test_merge_skew_counts_the_parent_and_inherited_bindings():
     assert verdicts(moved, {**META, "versions": {"index:docs": [1, 2]}})[MERGE_SKEW] is Verdict.INVALID
 
 
+@pytest.mark.planted("analysis.isolation.checkers:no_admissible_extension",
+                     'if versions and c.required_version not in versions.get(c.required, set()):',
+                     'if False:')
 def test_no_admissible_extension_cases():
     """Bug class: a merge admitted on a two-valued union, a violated contract, or a required version the registry
     lost; and an admissible union refused."""
@@ -147,6 +168,9 @@ def test_inference_treats_an_unknown_probe_as_unknown_not_incompatible(probe, ve
     assert got.version == version
 
 
+@pytest.mark.planted("analysis.isolation.checkers:ContextEscape.scan",
+                     'out.append(Witness(tuple(sorted({s0, f.spawned_at, *[',
+                     'out.append(Witness(tuple(sorted({s0, *[')
 def test_witnesses_name_the_steps_in_prose():
     """Bug class: a witness that names the wrong steps (the deployment or the resume between two resolutions, the
     spawn of a continuation, the bindings of a merge) or the wrong versions."""
@@ -174,6 +198,9 @@ def test_witnesses_name_the_steps_in_prose():
     assert CHECKERS[READ_SKEW].check(h).summary == "1 witness(es) in 1 execution(s)"
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_Base.check",
+                     'if own is not None:',
+                     'if False:')
 def test_each_group_is_judged_by_its_own_contracts():
     """Bug class: a cell's executions judged by the header's contracts instead of their own (meta.groups): group 1
     declares the contract and violates it; group 2 declares none and binds the same versions."""
