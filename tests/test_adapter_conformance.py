@@ -362,7 +362,7 @@ def test_planted_adapter_stops_the_run(cls, says, tmp_path):
 
 def test_a_server_that_hangs_itself_is_cut_and_named(tmp_path, monkeypatch):
     """A fork server that stops answering (itself, not a call's child: here SIGSTOPped) is killed once the call's
-    limit and the grace have passed, and the lab's error names the adapter and the call (planted bug of issue 24: a
+    limit and the grace have passed, and the lab's error names the adapter and the call (issue 24: before, a
     hanging server held the run forever)."""
     import signal
 
