@@ -37,7 +37,10 @@ engine call a worker and ``prefect flow-run retry --entrypoint`` make;
   ``serializable-cache`` row (option ``isolation = "SERIALIZABLE"``) configures
   it as Prefect documents for concurrent executions of one cache key:
   ``DEFAULT.configure(isolation_level="SERIALIZABLE",
-  lock_manager=FileSystemLockManager(<that folder>/locks))``;
+  lock_manager=FileSystemLockManager(<that folder>/locks))`` (its locks are
+  taken with no acquire or hold timeout: a SIGKILLed holder's lock is never
+  released, so it is not combined with the ``crashed-retry`` recovery, whose
+  retry would wait on it forever; ``tests/test_resume_framework_prefect.py``);
 - every call that runs the flow acts as the deployment's worker in its own
   process: it proposes ``Pending`` and submits the run only if the server
   accepts (``BaseWorker._propose_pending_state``), then
@@ -45,9 +48,13 @@ engine call a worker and ``prefect flow-run retry --entrypoint`` make;
   ``start`` = ``create_flow_run_from_deployment(name=<ns>:<run>)`` and run it
   (it runs the tasks before the interrupt, suspends and exits: Prefect's
   ``Pause``); ``resume`` = ``resume_flow_run(id, run_input={"value": v})``
-  (``NotPausedError`` when the run is not paused: Prefect's refusal) then run
-  it (Prefect re-executes the flow from its start: finished tasks whose result
-  is cached are not run again); ``recover`` (a new process after a SIGKILL) =
+  (``NotPausedError`` when its client sees the run not paused: Prefect's
+  refusal; the server's ABORT of a resume that lost the race after that check,
+  "Cannot resume a flow run that is not paused", is not raised by
+  ``resume_flow_run``, which raises on REJECT only) then run it (Prefect
+  re-executes the flow from its start: finished tasks whose result is cached
+  are not run again; a run another resumer submitted first is not Pending-able,
+  so this worker skips it); ``recover`` (a new process after a SIGKILL) =
   nothing to run when the run is suspended (only ``resume`` with the human's
   value continues it) or completed; a scheduled run is run, as its worker
   would; a failed, crashed or cancelled run is retried as ``prefect flow-run
@@ -118,7 +125,7 @@ from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUM
 
 FLOW = "driftlab-graph"
 SERVER_IDLE_S = 300  # the server stops this long after the last call (or when its fork server is gone)
-WAIT_S = 90  # the server's start-up (16 s on an idle 2-core machine)
+WAIT_S = 55  # the server's start-up (16 s on an idle 2-core machine), within the setup call's 60 s limit
 FINAL = ("FAILED", "CRASHED", "CANCELLED")
 #: the message of the documented zombie-flow automation's ChangeFlowRunState action (Prefect's "Detect zombie flows")
 ZOMBIE = "Flow run marked as crashed due to missing heartbeats."
