@@ -55,6 +55,9 @@ FORK = [call("fork", "f1", "fk", "parked", start=0.5, end=1, from_run="r1", from
         cp("f1", 1, PARKED, 1.0, True), call("resume", "f1", "a", "done", "yes", start=2, end=3)]
 
 
+@pytest.mark.planted("analysis.resume.checkers:ForkDeterminism.judge",
+                     'if got != want:',
+                     'if False:')
 def test_fork_determinism_compares_with_the_graph_from_the_forked_checkpoint():
     """Bug class: a fork judged against the wrong checkpoint or resume value (or not judged): a fork that ended
     where the graph says holds; one that ended with another approval is named with both states."""
@@ -65,12 +68,20 @@ def test_fork_determinism_compares_with_the_graph_from_the_forked_checkpoint():
         "['prepare:None', 'approve:yes', 'act:yes', 'notify:yes']."))], "1 forks resumed to the end; 1 violation(s)")
 
 
+def _fd(old, new):
+    return pytest.mark.planted("analysis.resume.checkers:ForkDeterminism.judge", old, new)
+
+
 @pytest.mark.parametrize("rows", [
-    FORK,                                                                         # not done
+    pytest.param(FORK, marks=_fd("or not v.done(run):", ":")),                      # not done
     FORK[:2] + [cp("f1", 4, {**DONE, "approval": "no"}, 3.0)],                    # never resumed
-    [FORK[0], call("resume", "f1", "a", "refused", "yes", start=2, end=3), cp("f1", 4, {**DONE, "approval": "no"}, 3)],
+    pytest.param([FORK[0], call("resume", "f1", "a", "refused", "yes", start=2, end=3),
+                  cp("f1", 4, {**DONE, "approval": "no"}, 3)],
+                 marks=_fd('and c.value.get("state") != REFUSED]', "]")),        # refused
     FORK[:2] + [call("resume", "f1", "a", None, "yes", status=INDET, start=2), cp("f1", 4, {**DONE, "approval": "no"}, 3)],
-    [call("fork", "f1", "fk", None, status=INDET, start=0.5), *FORK[1:], cp("f1", 4, {**DONE, "approval": "no"}, 3)],
+    pytest.param([call("fork", "f1", "fk", None, status=INDET, start=0.5), *FORK[1:],
+                  cp("f1", 4, {**DONE, "approval": "no"}, 3)],
+                 marks=_fd('c.name == FORK and c.status == "ok"]', "c.name == FORK]")),  # a killed fork
     [FORK[0], call("resume", "f1", "a", "done", "yes", start=2, end=3)],          # no checkpoint at all for the fork
     [*FORK, cp("f2", 4, {**DONE, "approval": "no"}, 3.0)],                        # another run is done
 ])
@@ -81,6 +92,9 @@ def test_fork_determinism_judges_only_forks_resumed_to_the_end(rows):
         V, [], "0 forks resumed to the end (vacuous)")
 
 
+@pytest.mark.planted("analysis.resume.checkers:ForkDeterminism.judge",
+                     'first, value = cps[0].value, resumes[0].value.get("resume")',
+                     'first, value = cps[0].value, resumes[-1].value.get("resume")')
 def test_fork_determinism_uses_the_first_resume_and_the_first_checkpoint():
     """Bug class: a fork judged with a later resume's value or from its head instead of the forked checkpoint."""
     rows = FORK + [call("resume", "f1", "b", "done", "no", start=4, end=5), cp("f1", 4, DONE, 3.0)]
@@ -90,6 +104,9 @@ def test_fork_determinism_uses_the_first_resume_and_the_first_checkpoint():
 
 
 # ------------------------------------------------------------------ CV
+@pytest.mark.planted("analysis.resume.checkers:CheckpointValidity.judge",
+                     'f"was persisted with a schema-invalid state: {\'; \'.join(problems)}.")))',
+                     'f"was persisted with a schema-invalid state: {problems[0]}.")))')
 def test_checkpoint_validity_names_each_invalid_checkpoint():
     """Bug class: a witness that names the wrong checkpoint, or a schema problem hidden by another."""
     rows = [cp("r1", 1, {**PARKED, "steps": "x"}, 1.0, True, "c9"), cp("r1", 2, {"input": "i"}, 2.0, False, "c10"),
@@ -103,6 +120,9 @@ def test_checkpoint_validity_names_each_invalid_checkpoint():
     assert judge(CV, [cp("r1", 1, None, 1.0)])[0] is I  # a checkpoint with no values at all
 
 
+@pytest.mark.planted("analysis.resume.checkers:_result",
+                     'summary + (f"; {len(witnesses)} violation(s)" if witnesses else "")',
+                     'summary + (f"; {len(witnesses[:5])} violation(s)" if witnesses else "")')
 def test_at_most_five_witnesses_but_every_violation_counted():
     """Bug class: a rate over the wrong population: the summary counts every violation, the witnesses are the
     first five."""
@@ -113,6 +133,9 @@ def test_at_most_five_witnesses_but_every_violation_counted():
 
 
 # ------------------------------------------------------------------ PC
+@pytest.mark.planted("analysis.resume.checkers:PrefixConsistency.judge",
+                     'if row.value.get("kind") in (NODE_RUN, MEMO) and',
+                     'if row.value.get("kind") == NODE_RUN and')
 def test_prefix_consistency_witness_for_a_memo_replay_below_the_frontier():
     """Bug class: a witness that names the wrong operation (another call's trace), and a memo replay below the
     frontier passed."""
@@ -123,6 +146,9 @@ def test_prefix_consistency_witness_for_a_memo_replay_below_the_frontier():
         "at or before that frontier."))], "1 resume/recover calls; 1 violation(s)")
 
 
+@pytest.mark.planted("analysis.resume.checkers:PrefixConsistency.judge",
+                     'break',
+                     'return _result(self.name, out, f"{judged} resume/recover calls")')
 def test_prefix_consistency_judges_every_call_and_one_witness_each():
     """Bug class: PC that stops at the first violating call (or reports one call's rows twice), reads the ledger
     rows of another call, or counts the start call as a resume."""
@@ -137,6 +163,9 @@ def test_prefix_consistency_judges_every_call_and_one_witness_each():
     assert "then ran node prepare at step 0" in ws[1][1]
 
 
+@pytest.mark.planted("analysis.resume.checkers:View.frontier",
+                     '(c.value.get("created") or 0) < t]',
+                     '(c.value.get("created") or 0) <= t]')
 def test_the_frontier_counts_only_checkpoints_created_before_the_call():
     """Bug class: a frontier read at the wrong time: a checkpoint created exactly as the call began (or after) is
     not part of the frontier the call began from."""
@@ -150,6 +179,9 @@ def test_the_frontier_counts_only_checkpoints_created_before_the_call():
 
 
 # ------------------------------------------------------------------ EO
+@pytest.mark.planted("analysis.resume.checkers:EffectExactlyOnce.judge",
+                     'if int(task.split(":")[0]) >= first and',
+                     'if')
 def test_effect_exactly_once_witnesses():
     """Bug class: a witness that names the wrong operation (calls listed twice or unsorted), or a done run's
     effects required from before the checkpoint it began from (a fork of step 1 never ran step 0)."""
@@ -168,6 +200,9 @@ def test_effect_exactly_once_witnesses():
 
 
 # ------------------------------------------------------------------ CO
+@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge",
+                     'out.append(Witness((call.index, *(e.index for e in fired)), (',
+                     'out.append(Witness((call.index,), (')
 def test_consume_once_witnesses_name_both_consumptions_and_the_gated_effect():
     """Bug class: a witness that names the wrong operation: both consumptions with their values; the resume that
     consumed nothing and still fired the gated effect, with that effect."""
@@ -183,6 +218,9 @@ def test_consume_once_witnesses_name_both_consumptions_and_the_gated_effect():
         "2 consumptions over 1 runs; 2 violation(s)")
 
 
+@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge",
+                     'and self.refusal_required:',
+                     ':')
 def test_consume_once_silently_accepted_witness_and_the_inert_reading():
     """Bug class: a consume-once checker that accepts a second value; the inert reading (REMIT's) accepts it, the
     lab's refuses it; the witness names the consumer and the resume answered."""
@@ -198,7 +236,9 @@ def test_consume_once_silently_accepted_witness_and_the_inert_reading():
     assert judge("inert", fired)[0] is I  # the inert reading still forbids the gated effect
 
 
-@pytest.mark.parametrize("state,verdict", [("refused", V), ("failed", V), ("done", I), ("parked", I)])
+@pytest.mark.parametrize("state,verdict", [("refused", V), pytest.param("failed", V, marks=pytest.mark.planted(
+    "analysis.resume.checkers:ConsumeOnce.judge", "not in (REFUSED, FAILED)", "not in (REFUSED,)")),
+    ("done", I), ("parked", I)])
 def test_consume_once_second_resume_answers(state, verdict):
     """Bug class: a checker that reads a loud answer as silent acceptance (a second resume that failed with the
     framework's error, e.g. pydantic-graph's file lock, reached its caller as an error), or that lets an answer
@@ -212,8 +252,11 @@ def test_consume_once_second_resume_answers(state, verdict):
 
 @pytest.mark.parametrize("consume_at,step,verdict", [
     (5.0, 1, I),     # consumed at the very end of b's call: before b was answered
-    (5.5, 1, V),     # consumed only after b was answered: b could not have been refused for it
-    (2.5, 2, V),     # a consume row of another step is not the interrupt's
+    pytest.param(5.5, 1, V, marks=pytest.mark.planted(  # consumed only after b was answered: not refusable for it
+        "analysis.resume.checkers:ConsumeOnce.judge", '(call.end is None or (t.value.get("at") or 0) <= call.end)',
+        "True")),
+    pytest.param(2.5, 2, V, marks=pytest.mark.planted(  # a consume row of another step is not the interrupt's
+        "analysis.resume.checkers:ConsumeOnce.judge", 'and t.value.get("step") == gate:', ":")),
 ])
 def test_consume_once_earlier_consumption_edges(consume_at, step, verdict):
     """Bug class: a consume-once checker that credits a consumption of another step, or one after the call was
@@ -224,6 +267,9 @@ def test_consume_once_earlier_consumption_edges(consume_at, step, verdict):
     assert judge(CO, rows)[0] is verdict
 
 
+@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge",
+                     'fired = [e for e in v.own(v.effects, call) if e.value.get("task") == gated_task]',
+                     'fired = list(v.own(v.effects, call))')
 def test_consume_once_on_a_graph_without_a_gated_effect():
     """Bug class: a gated effect assumed where the graph has none (no effect-bearing node after the interrupt)."""
     graph = GraphSpec("g", (NodeSpec("prepare", ("reserve",)), NodeSpec("approve", (), interrupt=True),
@@ -247,6 +293,9 @@ def rd_rows(second_fires: bool, **second):
     return rows
 
 
+@pytest.mark.planted("analysis.resume.checkers:RecoveryDeterminism.judge",
+                     'if len(sigs) > 1:',
+                     'if False:')
 def test_recovery_determinism_compares_recoveries_from_one_frontier():
     """Bug class: recoveries from one frontier that end differently passed; a witness that names the wrong
     recoveries or counts another call's rows."""
@@ -257,12 +306,18 @@ def test_recovery_determinism_compares_recoveries_from_one_frontier():
     assert judge(RD, rd_rows(True)) == (V, [], "1 recovery pairs compared")
 
 
+@pytest.mark.planted("analysis.resume.checkers:RecoveryDeterminism.judge",
+                     'classes[(call.value.get("group"), call.value.get("ordinal", 0), f, state, json.dumps(fired),',
+                     'classes[(None, 0, f, state, json.dumps(fired),')
 @pytest.mark.parametrize("second", [{"group": "h"}, {"ordinal": 1}])
 def test_recovery_determinism_never_compares_across_groups_or_ordinals(second):
     """Bug class: recoveries compared across different groups or different recovery ordinals."""
     assert judge(RD, rd_rows(False, **second)) == (V, [], "0 recovery pairs compared (vacuous)")
 
 
+@pytest.mark.planted("analysis.resume.checkers:RecoveryDeterminism.judge",
+                     'f, state, json.dumps(fired),',
+                     'f, json.dumps(fired),')
 def test_recovery_determinism_never_compares_across_frontiers_states_or_ledgers():
     """Bug class: recoveries compared across different frontiers, states, effects already fired or consumptions
     made before they began (they need not end alike)."""
@@ -278,6 +333,9 @@ def test_recovery_determinism_never_compares_across_frontiers_states_or_ledgers(
     assert judge(RD, later)[2].startswith("1 recovery pairs compared")  # rows at or after the start are its own
 
 
+@pytest.mark.planted("analysis.resume.checkers:RecoveryDeterminism.judge",
+                     'compared += len(calls) - 1',
+                     'compared += len(calls)')
 def test_recovery_determinism_ignores_killed_recoveries_and_counts_pairs():
     """Bug class: a killed recovery (no outcome) compared, or a rate over the wrong population (three recoveries
     are two comparisons)."""
@@ -294,6 +352,9 @@ def test_recovery_determinism_ignores_killed_recoveries_and_counts_pairs():
 
 
 # ------------------------------------------------------------------ liveness and the whole set
+@pytest.mark.planted("analysis.resume.checkers:Liveness.judge",
+                     'if not any(c.value.get("parked") for c in v.checkpoints_of(run)):',
+                     'if False:')
 def test_liveness_witness_names_the_first_refusal_reason():
     """Bug class: a witness that names the wrong operation or reason; a run that never parked, or whose resumes
     were all killed, judged."""
@@ -310,6 +371,9 @@ def test_liveness_witness_names_the_first_refusal_reason():
     assert judge(LIVENESS, consumed)[0] is V  # the value was consumed although the answer said refused
 
 
+@pytest.mark.planted("analysis.resume.checkers:_missing",
+                     'if v.graph is None:',
+                     'if False:')
 def test_check_all_and_verdicts_name_every_property():
     """Bug class: unknown folded into valid: every property of a history with no graph is unknown and says why."""
     rows = parked()
@@ -322,6 +386,9 @@ def test_check_all_and_verdicts_name_every_property():
     assert verdicts(history("resume", rows, META)) == {p: V for p in got}
 
 
+@pytest.mark.planted("analysis.resume.checkers:View.runs",
+                     'for op in self.calls + self.checkpoints + self.effects + self.traces:',
+                     'for op in self.calls + self.checkpoints:')
 def test_view_splits_the_history_and_lists_runs_in_order():
     """Bug class: an operation read as the wrong kind (a call taken for a ledger row), or a run missed."""
     rows = [eff("r2", "0:prepare", "reserve", "s", 0.1), *parked("r1"), ("x", "other", OK, {"run": "r9"}),
@@ -346,6 +413,9 @@ def test_every_result_names_its_property():
     assert CO_INERT.check(histories[2]).checker == "CO (inert)"
 
 
+@pytest.mark.planted("analysis.resume.checkers:EffectExactlyOnce.judge",
+                     'continue',
+                     'break')
 def test_scans_go_on_past_what_they_skip():
     """Bug class: a checker that stops at the first run, call or class it skips instead of going on to the next
     (a run not done for EO, a run never parked or never resumed for liveness, a fork not resumed for FD, a resume
@@ -370,6 +440,9 @@ def test_scans_go_on_past_what_they_skip():
 
 
 # ------------------------------------------------------------------ consume once: labels and times
+@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge",
+                     '(t.value.get("at") or 0) <= call.end',
+                     '(t.value.get("at") or float("inf")) <= call.end')
 def test_consume_once_edges_of_labels_and_times():
     """Bug class: a consume-once checker that takes a resume's own consumption for an earlier one (a resume with
     an empty label), misses an earlier consumption that carries no label, or misplaces one that carries no time
@@ -386,6 +459,9 @@ def test_consume_once_edges_of_labels_and_times():
 
 
 # ------------------------------------------------------------------ the view
+@pytest.mark.planted("analysis.resume.checkers:View.checkpoints_of",
+                     'key=lambda c: (c.value.get("created") or 0, c.index))',
+                     'key=lambda c: c.index)')
 def test_checkpoints_are_ordered_by_creation_not_by_history_order():
     """Bug class: a frontier or head read from history order: the done checkpoint listed before the parked one
     is still the head; one created at t = 0 (the clock's origin) comes before one created at t = 0.5."""
@@ -419,7 +495,9 @@ def rd_pair(x_extra=(), y_extra=(), x_value=None, y_value=None, r1_cps=None, r2_
     ([tr("r1", 2, "act", "node", "x", 2.5)], [tr("r2", 3, "act", "node", "y", 2.5)], None, None),        # step
     ([tr("r1", 2, "act", "node", "x", 2.5)], [tr("r2", 2, "act", "memo", "y", 2.5)], None, None),        # kind
     ([], [], {"state": "failed"}, None),                                                                  # outcome
-    ([], [], {"values": {"approval": "yes"}}, {"values": {"approval": "no"}}),                           # final state
+    pytest.param([], [], {"values": {"approval": "yes"}}, {"values": {"approval": "no"}},            # final state
+                 marks=pytest.mark.planted("analysis.resume.checkers:_signature", '"values": call.value.get("values"), ',
+                                           "")),
 ])
 def test_recoveries_that_end_differently_in_one_respect_are_not_deterministic(x_extra, y_extra, x_value, y_value):
     """Bug class: recovery determinism blind to one way two recoveries from one frontier can differ: the tasks or
@@ -429,6 +507,9 @@ def test_recoveries_that_end_differently_in_one_respect_are_not_deterministic(x_
     assert judge(RD, same)[0] is V
 
 
+@pytest.mark.planted("analysis.resume.checkers:_signature",
+                     'sort_keys=True, default=str)',
+                     'sort_keys=True)')
 def test_recovery_final_states_that_json_cannot_write_are_still_compared():
     """Bug class: a signature that fails on a final state JSON cannot write (an object kept in memory)."""
     from pathlib import Path
@@ -436,6 +517,9 @@ def test_recovery_final_states_that_json_cannot_write_are_still_compared():
     assert judge(RD, rd_pair(x_value={"values": {"p": Path("/a")}}, y_value={"values": {"p": Path("/a")}}))[0] is V
 
 
+@pytest.mark.planted("analysis.resume.checkers:RecoveryDeterminism.judge",
+                     '(c.value.get("created") or 0) < (call.start or 0)',
+                     'True')
 def test_recovery_frontier_state_is_read_before_the_recovery_began():
     """Bug class: a frontier read at the wrong time: a checkpoint the recovery itself wrote (at or after its
     start) is not the state it began from; the state's key order does not matter; a run with no checkpoint yet
@@ -452,6 +536,9 @@ def test_recovery_frontier_state_is_read_before_the_recovery_began():
     assert judge(RD, origin)[2].startswith("1 recovery pairs compared")  # created at t = 0: before the recovery
 
 
+@pytest.mark.planted("analysis.resume.checkers:RecoveryDeterminism.judge",
+                     'if e.value.get("run") == run and (e.value.get("at") or 0) < t0)',
+                     'if (e.value.get("at") or 0) < t0)')
 def test_recovery_ledger_before_it_is_its_own_runs_and_timeless_rows_count_as_before():
     """Bug class: recoveries compared on another run's ledger (r1's effects fired during its own recovery are not
     part of r2's frontier), or a ledger row without a time (or at t = 0) not counted as before the recovery."""
@@ -480,6 +567,9 @@ def test_recovery_ledger_before_it_is_its_own_runs_and_timeless_rows_count_as_be
     assert judge(RD, unlike)[2] == "1 recovery pairs compared"
 
 
+@pytest.mark.planted("analysis.resume.checkers:RecoveryDeterminism.judge",
+                     'call.value.get("ordinal", 0)',
+                     'call.value.get("ordinal")')
 def test_recovery_ordinal_defaults_to_the_first_and_classes_are_counted_apart():
     """Bug class: a recovery without an ordinal not taken as the first one (ordinal 0); a rate over the wrong
     population (pairs of every class summed, a lone recovery's class not skipped past)."""
