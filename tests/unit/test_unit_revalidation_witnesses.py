@@ -96,6 +96,9 @@ def commit(actor, status, start, end, **value):
     return (actor, "commit", status, {"group": 7, **value}, start, end)
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:RuleHoldsAtCommit._witness",
+                     'why.append(f"amount {state[\'amount\']} > refund_limit {state[\'refund_limit\']}")',
+                     'pass')
 def test_rule_witness_names_every_reason_and_every_policy_change():
     """Bug class: a witness that names the wrong reason the rule was false (or only one of several), the wrong
     policy change, or the wrong commit and tokens."""
@@ -110,6 +113,9 @@ def test_rule_witness_names_every_reason_and_every_policy_change():
                               "declared rule was false at commit, an effect it forbids.")]
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:RuleHoldsAtCommit._group",
+                     "({', '.join(f'{e.op.actor} {e.op.name}' for e in optional)})",
+                     '({optional[0].op.actor} {optional[0].op.name})')
 def test_rule_unknown_names_the_indeterminate_operations():
     """Bug class: an indeterminate operation folded into the verdict, and an unknown that does not name the
     operations it depends on."""
@@ -136,6 +142,9 @@ def test_rule_real_time_order_at_its_edge(policy_end, commit_start, verdict):
     assert one(RULE, rows)[0] is verdict
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:_before",
+                     'and b.start is not None and',
+                     'and')
 def test_rule_an_operation_without_a_start_is_ordered_after_nothing():
     """Bug class: real-time order read from a missing time (an operation with no start is concurrent with all)."""
     rows = [SETUP, policy(OK, 1.0, 2.0, refunds_enabled=0), commit("w", OK, None, 4.0)]
@@ -156,6 +165,9 @@ def test_rule_policy_inside_a_transaction_lands_at_its_own_commit_txn(txn, verdi
     assert one(RULE, rows)[0] is verdict
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:RuleHoldsAtCommit.judge",
+                     'if not any(op.name == COMMIT for op in ops):',
+                     'if False:')
 def test_rule_skips_groups_it_cannot_read():
     """Bug class: a history this checker cannot read (no refund setup, or no commit) judged anyway."""
     no_setup = [commit("w", OK, 1.0, 1.5)]
@@ -219,6 +231,9 @@ def test_oracle_agreement_witnesses(value, status, verdict, text):
     assert ws == ([] if text is None else [((0,), text)])
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:OracleAgreement.judge",
+                     'dead = next(op for op in ops if op.indeterminate)',
+                     'dead = ops[0]')
 def test_oracle_agreement_names_the_step_that_died():
     """Bug class: an execution whose step died before its release skipped, or a witness naming another step."""
     rows = [("step", "validate", OK, {"group": 2}), ("planner", "plan", INDET, {"group": 2})]
@@ -228,6 +243,9 @@ def test_oracle_agreement_names_the_step_that_died():
                          "outcome is unknown, not valid")]
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:verdicts_by_group",
+                     'gv.verdict.rank > prev.verdict.rank',
+                     'gv.verdict.rank >= prev.verdict.rank')
 def test_verdicts_by_group_keeps_the_first_witness_of_the_worst_verdict():
     """Bug class: a witness that names the wrong operation when two checkers find the same worst verdict (the
     later one replaces the first), and the default set of checkers not used when none is given."""
@@ -264,6 +282,9 @@ def test_each_verdict_names_its_group_and_each_result_its_checker(checker, rows,
     assert set(verdicts_by_group(h, [checker])) == set(groups)
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:RuleHoldsAtCommit.judge",
+                     'continue  # not a refund history this checker can read',
+                     'break')
 def test_groups_a_checker_cannot_read_do_not_stop_it():
     """Bug class: a checker that stops at the first group it cannot read (no refund setup, no commit, no release)
     instead of skipping it: the groups after it are still judged."""
@@ -277,6 +298,9 @@ def test_groups_a_checker_cannot_read_do_not_stop_it():
     assert [(g.group, g.verdict) for g in AGREE.judge(history("revalidation", rows))] == [(2, I)]
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:OneCommitPerPair._pair",
+                     'key=lambda op: (op.end or 0, op.index))',
+                     "key=lambda op: (op.end or float('inf'), op.index))")
 def test_a_commit_that_ended_at_the_clock_origin_is_first():
     """Bug class: a witness that names the later commit first: a commit that ended at t = 0 ended before one that
     ended at t = 0.5 (a missing end is not a time)."""
@@ -287,6 +311,9 @@ def test_a_commit_that_ended_at_the_clock_origin_is_first():
 
 
 # ------------------------------------------------------------------ the search for a real-time order
+@pytest.mark.planted("analysis.revalidation.checkers:RuleHoldsAtCommit._violation",
+                     'continue  # something still unplaced must come first',
+                     'return False')
 def test_rule_search_places_effects_in_real_time_order_not_history_order():
     """Bug class: real-time order misread: effects listed out of time order in the history (a commit recorded
     before the policy change that preceded it) are still placed in time order, and an effect that must wait does
@@ -300,6 +327,9 @@ def test_rule_search_places_effects_in_real_time_order_not_history_order():
                                            "forbids.")]
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:RuleHoldsAtCommit._violation",
+                     '                    continue\n',
+                     '                    return False\n')
 def test_rule_search_tries_another_order_after_a_commit_that_breaks_the_rule():
     """Bug class: a checker that gives up at the first order that breaks the rule: refunds start disabled; the
     commit overlaps the policy change that enables them, so the order policy-then-commit keeps the rule."""
@@ -311,6 +341,9 @@ def test_rule_search_tries_another_order_after_a_commit_that_breaks_the_rule():
     assert one(RULE, rows)[0] is I
 
 
+@pytest.mark.planted("analysis.revalidation.checkers:RuleHoldsAtCommit._witness",
+                     'if state["amount"] > state["refund_limit"]:',
+                     'if state["amount"] >= state["refund_limit"]:')
 def test_rule_witness_lists_every_policy_change_including_a_transactions():
     """Bug class: a witness that names the wrong reason or misses a policy change: a transaction's policy write
     (landed at its commit_txn) and a direct one are both listed; an amount equal to the limit is not a reason."""
