@@ -49,6 +49,9 @@ def verdicts(rows, meta=META):
 
 
 # ------------------------------------------------------------------ what a merge brings back, what a view holds
+@pytest.mark.planted("analysis.isolation.checkers:_replay",
+                     'elif op.name == "merge" and op.status == "ok":',
+                     'elif False:')
 def test_a_merge_brings_the_branch_bindings_into_the_parent_view():
     """Bug class: a checker that forgets what a merge brought back: after merging F (which bound model@2), T1's
     view binds model@2, so T1 resolving index@1 (which requires model@1) is compatibility skew; a refused merge
@@ -63,6 +66,9 @@ def test_a_merge_brings_the_branch_bindings_into_the_parent_view():
         assert set(verdicts(odd).values()) == {V}
 
 
+@pytest.mark.planted("analysis.isolation.checkers:ReadSkew.scan",
+                     'key = (op.value.get("workflow", op.actor), op.value["identity"])',
+                     'key = (op.value.get("workflow"), op.value["identity"])')
 def test_operations_without_a_workflow_belong_to_their_actor():
     """Bug class: an operation judged under the wrong workflow: with no ``workflow`` in its value, an operation is
     its actor's (two actors never share a view; one actor's two resolutions are one workflow's)."""
@@ -85,6 +91,9 @@ def test_operations_without_a_workflow_belong_to_their_actor():
     assert run(merged)[MERGE_SKEW].witnesses[0].explanation.startswith("T1 merged F at step 3")
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_replay",
+                     'if op.name == "resolve" and op.status == "ok" and op.value.get("version") is not None:',
+                     'if op.name == "resolve" and op.status == "ok" and op.value.get("version") != 1:')
 def test_a_resolution_that_found_no_version_binds_nothing():
     """Bug class: a resolution answered without a version (nothing resolved) judged as a binding."""
     rows = [res("T1", "model:embed", 1), res("T1", "model:embed", None), spawn("T1", "C"),
@@ -92,6 +101,9 @@ def test_a_resolution_that_found_no_version_binds_nothing():
     assert set(verdicts(rows).values()) == {V}
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_replay",
+                     'flows.setdefault(w, _Flow(None, "root", {})).own[op.value["identity"]]',
+                     'flows[w].own[op.value["identity"]]')
 def test_a_workflow_seen_first_at_its_resolution():
     """Bug class: a checker that needs a ``start`` to know a workflow (it would fail, or judge nothing): T2's first
     operation is a resolution; its second contradicts its first."""
@@ -101,6 +113,9 @@ def test_a_workflow_seen_first_at_its_resolution():
     assert got[COMPATIBILITY_SKEW] is I and got[MERGE_SKEW] is V and got[CONTEXT_ESCAPE] is V
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_Base.check",
+                     'op.indeterminate and op.name in ("resolve", "merge", "spawn")',
+                     'op.indeterminate')
 @pytest.mark.parametrize("row", [
     ("T1", "deploy", INDET, {"identity": "model:embed", "version": 2}),
     ("T1", "pause", INDET, {"workflow": "T1"}),
@@ -114,6 +129,9 @@ def test_an_indeterminate_operation_that_binds_nothing_leaves_the_verdict_alone(
 
 
 # ------------------------------------------------------------------ witnesses
+@pytest.mark.planted("analysis.isolation.checkers:_deploys_between",
+                     'return [o for o in ops if o.name == "deploy" and o.status == "ok" and o.value.get("identity") == identity',
+                     'return [o for o in ops if o.name == "deploy" and o.value.get("identity") == identity')
 def test_read_skew_witness_names_only_this_workflow_and_identity():
     """Bug class: a witness that names the wrong operation: a deployment of another identity, a refused
     deployment, another workflow's resume or one before the first resolution; and two deployments in one phrase."""
@@ -134,6 +152,9 @@ def test_read_skew_witness_names_only_this_workflow_and_identity():
                        "of model:embed, semantic read skew.")]
 
 
+@pytest.mark.planted("analysis.isolation.checkers:CompatibilitySkew._witness",
+                     '*[o.index for o in _deploys_between(ops, x, s0, s1)], s1',
+                     's1')
 def test_compatibility_skew_witness_in_the_dependents_direction_names_the_deployment():
     """Bug class: a witness that names the wrong operation or the wrong bound version (the dependents direction:
     the bound subject index@1 requires model@1, then model@2 is resolved after a deployment)."""
@@ -171,6 +192,9 @@ def test_compatibility_skew_with_a_contract_on_the_identity_itself_is_not_a_self
     assert verdicts([res("T1", "tool:t", 1), res("T1", "model:embed", 2)], meta)[COMPATIBILITY_SKEW] is V
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_replay",
+                     'op.value.get("relation", "child")',
+                     'op.value.get("relation", "fork")')
 def test_context_escape_defaults_the_relation_to_child_and_judges_only_inherited_identities():
     """Bug class: a witness that names the wrong relation (a spawn without one is a child); an escape reported for
     an identity the child never inherited, or for the version it did inherit."""
@@ -182,6 +206,9 @@ def test_context_escape_defaults_the_relation_to_child_and_judges_only_inherited
                     "model:embed@2 at step 4: the continuation left the manifest it inherits, context escape.")]
 
 
+@pytest.mark.planted("analysis.isolation.checkers:no_admissible_extension",
+                     'return tuple(sorted({i for steps, _ in clashes for i in steps})), "; ".join(why for _, why in clashes)',
+                     'return tuple(sorted({i for steps, _ in clashes for i in steps})), clashes[0][1]')
 def test_merge_skew_names_every_branch_and_every_clash():
     """Bug class: a witness that names the wrong operation: a merge of two branches names both, and each clash its
     own bindings and steps."""
@@ -194,6 +221,9 @@ def test_merge_skew_names_every_branch_and_every_clash():
                           "branch manifests have no admissible common extension, merge skew.")]
 
 
+@pytest.mark.planted("analysis.isolation.checkers:MergeSkew.scan",
+                     'versions = {x: set(vs) for x, vs in (meta.get("versions") or {}).items()}',
+                     'versions = {}')
 def test_merge_skew_finds_a_clash_without_contracts_and_reads_each_groups_registry():
     """Bug class: unknown folded into a verdict the other way: a merge of two versions of one identity is merge
     skew with or without declared contracts (a clash needs none); a cell's execution is judged by its own registry
@@ -214,6 +244,9 @@ def test_merge_skew_finds_a_clash_without_contracts_and_reads_each_groups_regist
 
 
 # ------------------------------------------------------------------ summaries and unknowns
+@pytest.mark.planted("analysis.isolation.checkers:_Base.check",
+                     'return CheckResult(self.name, Verdict.UNKNOWN, (), "an operation\'s outcome is indeterminate")',
+                     'return CheckResult(self.name, Verdict.UNKNOWN, (), "")')
 def test_summaries_say_why_a_verdict_is_unknown():
     """Bug class: unknown folded into valid, or an unknown that does not say why (malformed contracts, none
     declared, an indeterminate operation)."""
@@ -233,6 +266,9 @@ def test_summaries_say_why_a_verdict_is_unknown():
         MERGE_SKEW: "1 execution(s), none with merge skew"}
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_Base.check",
+                     'own.get("contracts", [])',
+                     'own.get("contracts", history.meta.get("contracts", []))')
 def test_a_group_without_its_own_contracts_key_declares_none():
     """Bug class: a cell's execution without a ``contracts`` entry judged by nothing at all (a crash) or by the
     header's contracts."""
@@ -316,6 +352,9 @@ def test_every_result_names_its_checker_and_an_unknown_or_valid_one_has_no_witne
                 assert result.witnesses == ()
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_Base.check",
+                     'if self.needs_contracts else None',
+                     'if True else None')
 def test_a_group_with_malformed_contracts_does_not_stop_a_checker_that_needs_none():
     """Bug class: unknown folded the other way: read skew and context escape need no contracts, so a group whose
     contracts are malformed is still judged by them."""
@@ -325,6 +364,9 @@ def test_a_group_with_malformed_contracts_does_not_stop_a_checker_that_needs_non
     assert got[COMPATIBILITY_SKEW].verdict is U
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_Base.check",
+                     'witnesses += self.scan(ops, contracts, history.meta)',
+                     'witnesses = self.scan(ops, contracts, history.meta)')
 def test_witnesses_of_every_execution_are_kept():
     """Bug class: witnesses of one execution (group) replaced by the next one's instead of kept beside them."""
     rows = [res("T1", "model:embed", 1, group=1), res("T1", "model:embed", 2, group=1),
@@ -334,6 +376,9 @@ def test_witnesses_of_every_execution_are_kept():
     assert got.summary == "2 witness(es) in 2 execution(s)"
 
 
+@pytest.mark.planted("analysis.isolation.checkers:ContextEscape.scan",
+                     '*[o.index for o in _deploys_between(ops, x, s0, op.index)], op.index',
+                     'op.index')
 def test_context_escape_witness_names_the_deployment_between():
     """Bug class: a witness that names the wrong operation: the deployment of this identity between the parent's
     resolution and the child's (not another identity's, not one after)."""
@@ -346,6 +391,9 @@ def test_context_escape_witness_names_the_deployment_between():
                        "inherits, context escape.")]
 
 
+@pytest.mark.planted("analysis.isolation.checkers:MergeSkew.scan",
+                     'parts = [(w, flows[w].view() if w in flows else {})]',
+                     'parts = []')
 def test_a_merge_that_names_no_branch_is_judged_on_the_parent_alone():
     """Bug class: a merge record without branches that breaks the checker (or is skipped): the parent's own view
     still needs a version the registry lost."""
@@ -357,6 +405,9 @@ def test_a_merge_that_names_no_branch_is_judged_on_the_parent_alone():
                  "extension, merge skew.")]
 
 
+@pytest.mark.planted("analysis.isolation.checkers:no_admissible_extension",
+                     'closed[c.required] = c.required_version\n',
+                     'pass\n')
 def test_the_closure_keeps_a_version_it_added_for_later_requirements():
     """Bug class: a merge closure that forgets a version it added: two bound subjects require different versions
     of one identity nobody bound; the second requirement clashes with the first one's addition."""
