@@ -43,6 +43,9 @@ def assert_interval_columns(tab: pd.DataFrame, rate: str, hits: str, n: str, low
 
 
 # ------------------------------------------------------------------ statistics
+@pytest.mark.planted("analysis.stats:binomial_ci",
+                     'proportion_ci(confidence_level=level,',
+                     'proportion_ci(confidence_level=0.95,')
 @pytest.mark.parametrize("k,n", [(0, 10), (1, 10), (5, 10), (10, 10), (37, 2000)])
 def test_binomial_ci_is_the_exact_95_percent_interval(k, n):
     """Bug class: a Clopper-Pearson interval at the wrong level or of the wrong proportion."""
@@ -52,6 +55,9 @@ def test_binomial_ci_is_the_exact_95_percent_interval(k, n):
     assert binomial_ci(1, 1) == pytest.approx((0.025, 1.0)) and binomial_ci(0, 1) == pytest.approx((0.0, 0.975))
 
 
+@pytest.mark.planted("analysis.stats:expectation_interval",
+                     'tail = (1 - level) / 2',
+                     'tail = 1 - level')
 def test_expectation_interval_is_central_and_scaled():
     """Bug class: the expectation's interval at the wrong level, one-sided, or not divided by n."""
     lo, hi = expectation_interval(1000, 0.1)
@@ -61,7 +67,8 @@ def test_expectation_interval_is_central_and_scaled():
     assert wider[0] < lo and wider[1] > hi
 
 
-@pytest.mark.parametrize("n", [1, 5, 6, 7, 8, 20, 51])
+@pytest.mark.parametrize("n", [1, 5, 6, 7, 8, 20, pytest.param(51, marks=pytest.mark.planted(
+    "analysis.stats:median_ci", "if coverage >= level:", "if coverage >= level - 0.05:"))])
 def test_median_ci_covers_at_the_level_with_the_tightest_ranks(n):
     """Bug class: a median interval whose coverage is below 95% (wrong rank j) or needlessly wide."""
     x = np.arange(n, dtype=float)[::-1] * 3.0  # unsorted input
@@ -90,6 +97,9 @@ def omission_records() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.planted("analysis.revalidation.omission:table",
+                     'out["false_allow_rate"] = out["false_allows"] / out["executions"]',
+                     'out["false_allow_rate"] = out["false_allows"] / out["executions"].sum()')
 def test_omission_rate_is_per_cell_not_over_the_sweep():
     """Bug class: a share over the whole sweep instead of one rate (or one workload): each row's rate is its own
     false allows over its own executions; the ``all`` row sums the workloads at that rate only."""
@@ -100,6 +110,9 @@ def test_omission_rate_is_per_cell_not_over_the_sweep():
     assert_interval_columns(tab, "false_allow_rate", "false_allows", "executions")
 
 
+@pytest.mark.planted("analysis.revalidation.omission:table",
+                     'out["expected_rate"] = out["rate"] * out["exposed_share"]',
+                     'out["expected_rate"] = out["rate"] * out["critical_share"]')
 def test_omission_expectation_is_p_times_the_share_that_matters():
     """Bug class: an expectation formula with the wrong parameter (p x the share touching a critical edge, or p
     alone, instead of p x the share whose edge is still missing after linking)."""
@@ -148,6 +161,9 @@ def contract_records(k_matter: int = 2, declared: int = 5) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.planted("analysis.isolation.contract_omission:table",
+                     'out["share"] = out["incompatible_admitted"] / out["executions"]',
+                     'out["share"] = out["incompatible_admitted"] / out["executions"].sum()')
 def test_contract_omission_share_is_per_rate():
     """Bug class: a share over the whole sweep instead of one rate."""
     records = contract_records().iloc[::-1].reset_index(drop=True)  # rows in any order: the table sorts by rate
@@ -160,6 +176,9 @@ def test_contract_omission_share_is_per_rate():
     assert_interval_columns(tab, "share", "incompatible_admitted", "executions")
 
 
+@pytest.mark.planted("analysis.isolation.contract_omission:expected",
+                     'k = int(records.loc[records["rate"] == rate, "contracts_that_matter"].max())',
+                     'k = int(records.loc[records["rate"] == rate, "contracts"].max())')
 def test_contract_omission_expectation_uses_the_contracts_that_matter_in_the_report():
     """Bug class: an expectation formula with the wrong parameter: 1-(1-p)^k with k the declared contracts (5)
     instead of those that matter (2), in the report."""
@@ -201,6 +220,9 @@ def concurrency_records() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.planted("analysis.resume.concurrency:table",
+                     '"saturation": float((g["effects_fired"] / g["k"]).mean()),',
+                     '"saturation": float((g["effects_fired"] / g["served"]).mean()),')
 def test_saturation_is_effects_over_k_not_over_served():
     """Bug class: a rate over the wrong population: saturation over served racers (always 1 when every served
     racer fires) instead of over the k racers."""
