@@ -19,12 +19,23 @@ COLUMNS = ["runtime", "framework", "release", "configuration", "point", "flush_a
            "store_loads", "state_after_restart", "witness"]
 
 
+NA = "n/a"  # liveness of a cell the row cannot reach (a point its adapter declares not applicable)
+
+
+def measured(tab: pd.DataFrame) -> pd.DataFrame:
+    """The cells that ran (n/a cells left out: they count for nothing, kept or broken)."""
+    return tab[tab["liveness"] != NA]
+
+
 def table(records: pd.DataFrame) -> pd.DataFrame:
     return records[COLUMNS].reset_index(drop=True)
 
 
 def verdict(r: dict) -> str:
-    """One cell in a few words: what broke, or ``once`` when the effect fired once and the run ended done."""
+    """One cell in a few words: what broke, or ``once`` when the effect fired once and the run ended done; ``n/a``
+    where the row cannot reach the point (its reason is the witness)."""
+    if r["liveness"] == NA:
+        return NA
     if not r["store_loads"]:
         return "store lost"
     bad = []
@@ -49,12 +60,15 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
              "it. After the loss every process of the cell is dead and the file system is mounted again; the "
              "restarted process recovers as LangGraph documents (`invoke(None)`) and re-sends the approval if the run "
              "waits for it again. `once`: the effect fired once and the run ended done with its acknowledged "
-             "progress; otherwise what broke. `fresh`: the run was parked a moment before the approval (not flushed)."]
+             "progress; otherwise what broke. `fresh`: the run was parked a moment before the approval (not flushed). "
+             "Framework rows run in their own environments through their fork servers, as `resume_frameworks` runs "
+             "them; their restart recovers through the adapter's `recover` (the framework's documented restore); "
+             "`n/a`: a point the row's adapter declares unreachable, its reason in the table's witness."]
     for r in tab.to_dict("records"):
-        if verdict(r) != "once":
+        if verdict(r) not in ("once", NA):
             notes.append(f"{r['runtime']}, {r['point']}: {r['witness']}")
     configs = "; ".join(dict.fromkeys(f"{r.runtime}: {r.configuration}" for r in tab.itertuples()))
-    notes.append(f"Configurations (the SQLite settings read from the store's connection): {configs}.")
+    notes.append(f"Configurations (SQLite settings as read from the store's connection or files): {configs}.")
     return Section("resume_powerloss", "Power loss within the flush window: is an approved effect made once?",
                    notes="\n\n".join(notes),
                    matrices=[Matrix("configuration x point of the loss", list(dict.fromkeys(tab["runtime"])), columns,
@@ -63,6 +77,7 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
 
 def advice(tab: pd.DataFrame) -> str:
     """Which rows kept an approved effect to one in every cell, and which did not (from the table alone)."""
+    tab = measured(tab)
     ok = [rt for rt, t in tab.groupby("runtime", sort=False)
           if ((t["effects"] == 1) & (t["liveness"] == "valid") & t["store_loads"].astype(bool)).all()]
     bad = [rt for rt in dict.fromkeys(tab["runtime"]) if rt not in ok]
@@ -75,7 +90,7 @@ def advice(tab: pd.DataFrame) -> str:
 
 def findings(tab: pd.DataFrame, records: pd.DataFrame) -> list[Finding]:
     out = [Finding("power loss", "", "Of the persistence layers in this run, " + advice(tab))]
-    for rt, t in tab.groupby("runtime", sort=False):
+    for rt, t in measured(tab).groupby("runtime", sort=False):
         n = len(t)
         twice, stuck = int((t["effects"] > 1).sum()), int((t["liveness"] != "valid").sum())
         lost, unreadable = int((~t["acknowledged_kept"].astype(bool)).sum()), int((~t["store_loads"].astype(bool)).sum())

@@ -19,6 +19,9 @@ def draw(records: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
     verdicts, labels = {}, {}
     for r in table.itertuples():
         k = (r.runtime, name[(r.point, r.flush_at_park, r.fault)])
+        if r.liveness == "n/a":  # a point the row's adapter declares unreachable: white, its reason in the table
+            verdicts[k], labels[k] = "n/a", "n/a"
+            continue
         once = bool(r.store_loads) and r.effects == 1 and r.liveness == "valid" and bool(r.acknowledged_kept)
         verdicts[k] = "holds" if once else "violates"
         labels[k] = "lost" if not r.store_loads else f"{r.effects}x" + ("" if r.liveness == "valid" else " stuck")

@@ -28,6 +28,7 @@ import os
 import shutil
 import time
 import uuid
+from contextlib import closing
 from pathlib import Path
 
 from faults.resume.powerloss import BY_NAME, FAULTS, FLUSH, POINTS, POWER_LOSS
@@ -35,7 +36,7 @@ from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Opti
 from runners.processes import fork_start, kill, wait
 from runners.resume import lazyfs
 from runners.resume.procs import build
-from vocabulary.resume import DEFAULT_GRAPH, DONE, PARKED, REFUSED, Backend
+from vocabulary.resume import DEFAULT_GRAPH, DONE, FAILED, PARKED, REFUSED, Backend
 
 #: the rows: runtime -> what its configuration is (the table's ``configuration`` says it beside the pragmas read)
 ROWS = {
@@ -43,6 +44,24 @@ ROWS = {
     "langgraph": "tuning: WAL + synchronous=NORMAL (the lab's SIGKILL cells' setting)",
     "langgraph+guard[stock-durability]": "driftlab's guarded SqliteSaver as shipped, effect ledger outside",
 }
+#: the framework rows (issue 31 §3): each runs in its own environment through its env's fork server, exactly as
+#: ``resume_frameworks`` runs it, its store on the lazy file system as the framework ships it (nothing tuned); what
+#: each persistence does was read from the framework's source at the pinned release
+FRAMEWORK_ROWS = {
+    "crewai@1.15": "CrewAI @persist with SQLiteFlowPersistence as shipped (one SQLite file; the framework sets WAL, "
+                   "synchronous is the connection's default)",
+    "pydantic-graph@1.107": "FileStatePersistence as shipped (one JSON file per run, rewritten in place by "
+                            "Path.write_bytes, no fsync)",
+    "agent-framework@1.23": "FileCheckpointStorage as shipped (one JSON file per checkpoint, written to a temporary "
+                            "file and os.replace'd over its name, no fsync of the file or its folder)",
+    "dbos@3.4": "DBOS's system database on SQLite as shipped (the framework sets no journal mode or synchronous)",
+    "llamaindex[step-boundary]@2.26": "the application's snapshot of ctx.to_dict() in a SQLite table, as "
+                                      "LlamaIndex's docs show (the adapter sets WAL; synchronous the default)",
+}
+#: a loss point -> the env adapter's named point (point, node) where its call's child is SIGKILLed; ``after_done``
+#: has none (the resume call returned done, its child exited)
+ENV_POINTS = {"after_effect": ("after_effect", "act"), "during_checkpoint_write": ("during_checkpoint_write", "act"),
+              "after_save_returned": ("before_node", "notify"), "after_done": None}
 QUICK_POINTS = ("after_effect", "after_save_returned", "after_done")
 RUN, VALUE = "pl-run", "yes"
 WAIT_S = 60.0  # a child that neither reaches its point nor ends in this time is a failure of the lab
@@ -145,6 +164,8 @@ def _child(fn, args: tuple) -> tuple[int, int]:
 
 def run_one(runtime: str, point_name: str, flush_at_park: bool, fault: str, scratch: Path) -> dict:
     """One power-loss cell (module docstring); the record."""
+    if _is_framework(runtime):
+        return run_one_env(runtime, point_name, flush_at_park, fault, scratch)
     lp = BY_NAME[point_name]
     backing, mount, world = scratch / "backing", scratch / f"{lazyfs.PREFIX}mnt", scratch / "world"
     world.mkdir(parents=True, exist_ok=True)
@@ -176,6 +197,152 @@ def run_one(runtime: str, point_name: str, flush_at_park: bool, fault: str, scra
     return judge(runtime, lp, flush_at_park, fault, started["pragmas"], after, acknowledged_done)
 
 
+# ---------------------------------------------------------------------------------------------- framework rows
+def _is_framework(runtime: str) -> bool:
+    from mechanisms.resume.frameworks import declared
+
+    return runtime in declared()
+
+
+def env_point(runtime: str, point_name: str) -> tuple[tuple[str, str] | None, str]:
+    """The env adapter's named point for a loss point (:data:`ENV_POINTS`), and why it is n/a ("" if it is not):
+    the adapter's own ``not_applicable`` (the point, or the point at ``act``); ``after_save_returned`` is n/a where
+    the adapter declares that no checkpoint is written after act (``during_checkpoint_write@act``)."""
+    from mechanisms.resume.frameworks import declared
+
+    na = declared()[runtime].not_applicable
+    target = ENV_POINTS[point_name]
+    if target is None:
+        return None, ""
+    if point_name == "after_save_returned":
+        why = na.get("during_checkpoint_write@act", "")
+        return target, (f"no checkpoint of act to lose after its save: {why}" if why else "")
+    for key in (target[0], f"{target[0]}@{target[1]}"):
+        if key in na:
+            return target, na[key]
+    return target, ""
+
+
+class _Env:
+    """The cell's calls to the framework's env fork server, as ``resume_frameworks`` makes them: every call a fresh
+    child of the warm server; ``crash`` SIGKILLs the call's child at the named point (the power failing)."""
+
+    def __init__(self, runtime: str, backend: Backend):
+        self.runtime, self.backend = runtime, backend
+        self.rt = build(runtime, backend, DEFAULT_GRAPH)  # the lab's handle: requests, and the world's ledger
+
+    def call(self, call: str, crash: tuple[str, str] | None = None, **args) -> dict:
+        from runners.resume.envs import server, where
+
+        reply = server(self.runtime).call(self.rt.request(call, args, f"powerloss-{call}", crash, WAIT_S))
+        if "error" in reply:
+            return {"error": f"{where(self.runtime)}{reply['error']} (call {call})"}
+        if crash is not None and reply.get("killed"):
+            return {"killed": True}
+        if "status" not in reply:
+            raise DriftlabError(f"resume_powerloss: {where(self.runtime)}call {call} answered {sorted(reply)}, "
+                                "not a status")
+        return reply["status"]
+
+    def must(self, call: str, crash: tuple[str, str] | None = None, **args) -> dict:
+        """A call before the loss: an error is a failure of the lab (the adapter's or the env's), never a result."""
+        got = self.call(call, crash, **args)
+        if "error" in got:
+            raise DriftlabError(f"resume_powerloss: {self.runtime}: {got['error']}")
+        return got
+
+
+def _restart_env(env: _Env) -> dict:
+    """The machine after the restart, for a framework row: each call a NEW child of the env's server.  The store is
+    read (``state``: does it load?); a run stopped mid-way (or failed) is recovered as the framework documents
+    (the adapter's ``recover``); a run waiting for the approval again, or unknown to the store, is sent the
+    approval again, as a caller holding it would."""
+    approve = DEFAULT_GRAPH.names[DEFAULT_GRAPH.interrupt_step]
+    out: dict = {"loads": True, "calls": []}
+    st = env.call("state", run_id=RUN)
+    if "error" in st:  # the store does not load after the loss: the finding, with its one line
+        out.update(loads=False, error=st["error"])
+        return out
+    waiting = st["state"] == PARKED and st["node"] == approve
+    out["before"] = {"state": st["state"], "node": st["node"], "parked": waiting, "reason": st.get("reason", "")}
+    if st["state"] in (PARKED, FAILED) and not waiting:  # stopped mid-way: the documented recovery
+        st = env.must("recover", run_id=RUN)
+        out["calls"].append(("recover", st["state"], st.get("reason", "")))
+        waiting = st["state"] == PARKED and st["node"] == approve
+    if waiting or st["state"] == REFUSED:  # waiting again, or no run: the approval re-sent
+        st = env.must("resume", run_id=RUN, value=VALUE)
+        out["calls"].append(("resend", st["state"], st.get("reason", "")))
+    out["final"] = st["state"]
+    gated = DEFAULT_GRAPH.task(DEFAULT_GRAPH.names.index("act"))
+    out["effects"] = sum(1 for e in env.rt.ledger.effects(RUN) if e.task == gated and e.key == "charge")
+    return out
+
+
+def _journals(folder: Path) -> str:
+    """The journal mode of each SQLite file the framework left, read from its header (byte 18: 1 rollback journal,
+    2 WAL; persistent in the file, unlike ``synchronous``), after the cell: the lab never opens the store."""
+    out = []
+    for f in sorted(folder.rglob("*")):
+        try:
+            head = f.read_bytes()[:20] if f.is_file() else b""
+        except OSError:
+            continue
+        if head.startswith(b"SQLite format 3\0"):
+            out.append(f"{f.name}: {'WAL' if head[18] == 2 else 'rollback journal'}")
+    return ", ".join(out)
+
+
+def run_one_env(runtime: str, point_name: str, flush_at_park: bool, fault: str, scratch: Path) -> dict:
+    """One power-loss cell of a framework row (module docstring): the env's calls, the loss, the restart."""
+    from mechanisms.resume.frameworks import declared
+
+    lp = BY_NAME[point_name]
+    d = declared()[runtime]
+    target, na = env_point(runtime, point_name)
+    base = {"runtime": runtime, "framework": d.framework, "release": d.release,
+            "configuration": FRAMEWORK_ROWS.get(runtime, runtime), "point": lp.name, "flush_at_park": flush_at_park,
+            "fault": fault}
+    if na:
+        return {**base, "store_loads": True, "effects": -1, "liveness": "n/a", "acknowledged_kept": True,
+                "state_after_restart": "n/a", "witness": f"n/a: {na}"}
+    backing, mount, world = scratch / "backing", scratch / f"{lazyfs.PREFIX}mnt", scratch / "world"
+    world.mkdir(parents=True, exist_ok=True)
+    backend = Backend("sqlite", str(mount), "pl", ledger_location=str(world))
+    env = _Env(runtime, backend)
+    with lazyfs.Mount(backing, mount) as fs, closing(env.rt):
+        env.rt.setup()  # the world's ledger tables (outside), the framework's own set-up (on the mount)
+        started = env.must("start", run_id=RUN, input="in")
+        if started["state"] != PARKED:
+            raise DriftlabError(f"resume_powerloss: {runtime}: the run did not park before the loss ({started})")
+        if flush_at_park:
+            fs.send(FLUSH)
+        got = env.must("resume", target, run_id=RUN, value=VALUE)
+        if target is not None and not got.get("killed"):
+            raise DriftlabError(f"resume_powerloss: {runtime}: the resume never reached {target[0]} of {target[1]} "
+                                f"(it answered {got.get('state')})")
+        acknowledged_done = got.get("state") == DONE
+        fs.send(fault)  # the power fails: the killed child's (or the returned call's) unsynced data is gone
+        fs.remount()
+        after = _restart_env(env)
+    journals = _journals(backing)
+    base["configuration"] += f"; read from the files: {journals}" if journals else ""
+    rec = judge(runtime, lp, flush_at_park, fault, "", after, acknowledged_done, base)
+    empty = _emptied(backing)
+    if empty:
+        rec["witness"] = rec["witness"][:-1] + (f"; on disk after the loss {len(empty)} file(s) of the store were "
+                                                f"empty: {', '.join(empty[:3])}" + (" ..." if len(empty) > 3 else "")
+                                                + ".")
+    return rec
+
+
+def _emptied(folder: Path) -> list[str]:
+    """The store's files that are empty on the disk after the loss (a SQLite journal, WAL or shared memory file, and
+    a lock file, may be empty by design and are left out): a name the loss kept without its data."""
+    skip = ("-wal", "-shm", "-journal", "lock")
+    return sorted(str(f.relative_to(folder)) for f in folder.rglob("*")
+                  if f.is_file() and f.stat().st_size == 0 and not f.name.endswith(skip))
+
+
 def _release(framework: str) -> str:
     """The installed release the row ran: LangGraph's (the guard's own version beside it for its row)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -187,13 +354,15 @@ def _release(framework: str) -> str:
         return "?"
 
 
-def judge(runtime: str, lp, flush_at_park: bool, fault: str, pragmas: str, after: dict, acked_done: bool) -> dict:
-    """The record of one cell: effects, liveness, acknowledged progress kept, store loads, and the witness."""
+def judge(runtime: str, lp, flush_at_park: bool, fault: str, pragmas: str, after: dict, acked_done: bool,
+          base: dict | None = None) -> dict:
+    """The record of one cell: effects, liveness, acknowledged progress kept, store loads, and the witness
+    (``base``: the row's own columns, for a framework row; else the lab's LangGraph row's)."""
     names = DEFAULT_GRAPH.names
     framework = runtime.split("[")[0].split("@")[0]
-    base = {"runtime": runtime, "framework": framework, "release": _release(framework),
-            "configuration": f"{ROWS.get(runtime, runtime)}; {pragmas}", "point": lp.name,
-            "flush_at_park": flush_at_park, "fault": fault}
+    base = base or {"runtime": runtime, "framework": framework, "release": _release(framework),
+                    "configuration": f"{ROWS.get(runtime, runtime)}; {pragmas}", "point": lp.name,
+                    "flush_at_park": flush_at_park, "fault": fault}
     if not after["loads"]:
         return {**base, "store_loads": False, "effects": -1, "liveness": "invalid", "acknowledged_kept": False,
                 "state_after_restart": "unreadable",
@@ -204,8 +373,10 @@ def judge(runtime: str, lp, flush_at_park: bool, fault: str, pragmas: str, after
     kept = step >= (len(names) if acked == "done" else names.index(acked))
     where = ("done" if before["state"] == DONE else f"waiting for the approval at {before['node']}"
              if before["parked"] else "gone (the store holds no checkpoint of it)" if before["state"] == REFUSED
+             else f"failed at {before['node']} ({before.get('reason') or 'no reason'})" if before["state"] == FAILED
              else f"stopped before {before['node']}")
-    calls = "; ".join(f"{c[0]} -> {c[1]}" for c in after["calls"]) or "nothing to do"
+    calls = "; ".join(f"{c[0]} -> {c[1]}" + (f" ({c[2]})" if c[1] in (REFUSED, FAILED) and c[2] else "")
+                      for c in after["calls"]) or "nothing to do"
     effects = int(after["effects"])
     witness = (f"{fault} {lp.says} ({'flushed' if flush_at_park else 'not flushed'} at park): after the restart the "
                f"run was {where}; {calls}; effect charge fired {effects} time(s)"
@@ -235,7 +406,7 @@ class ResumePowerloss(Experiment):
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         if self.missing():
             return []  # said in check(): skipped in a larger selection, refused when named
-        rows = list(options.mechanisms_for("resume") or ROWS)
+        rows = list(options.mechanisms_for("resume") or (*ROWS, *FRAMEWORK_ROWS))
         points = QUICK_POINTS if profile == "quick" else tuple(p.name for p in POINTS)
         flushes = (True,) if profile == "quick" else (True, False)
         faults = (POWER_LOSS,) if profile == "quick" else FAULTS

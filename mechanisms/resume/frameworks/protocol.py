@@ -60,7 +60,8 @@ How to write an adapter (the contract)
 3. **Class.**  Subclass :class:`Adapter`.  Constructor (do not override the
    signature): ``Adapter(backend: dict, graph: Graph, hooks: KillAtPoint,
    options: dict)``; ``backend`` = ``{"kind": "sqlite"|"postgres",
-   "location": folder|DSN, "namespace": ns}``.  Keep your store(s) under it:
+   "location": folder|DSN, "namespace": ns}`` (and, SQLite only, ``"ledger_location"``: the effect ledger's own
+   folder, which :class:`Ledger` uses; the power-loss cells set it).  Keep your store(s) under it:
    SQLite files in ``backend["location"]`` named ``<ns>...``, or PostgreSQL
    schema ``<ns>`` on the DSN (``ns`` = ``namespace.lower()``; the lab drops
    both after the cell).  ``self.ledger`` is open already: never put effects
@@ -235,7 +236,10 @@ class Ledger:
         ns = backend["namespace"].lower()
         self.kind = backend["kind"]
         if self.kind == "sqlite":
-            self.conn = sqlite3.connect(str(Path(backend["location"]) / f"{ns}ledger.sqlite"), isolation_level=None,
+            # the ledger's own folder when the lab gives one (``ledger_location``: the power-loss cells keep the
+            # store on a lazy file system and the ledger, the world, outside it), else the store's
+            where = backend.get("ledger_location") or backend["location"]
+            self.conn = sqlite3.connect(str(Path(where) / f"{ns}ledger.sqlite"), isolation_level=None,
                                         timeout=30, check_same_thread=False)
             self.conn.execute("PRAGMA busy_timeout = 30000")
             self.mark = "?"
