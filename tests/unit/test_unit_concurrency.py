@@ -21,6 +21,9 @@ def race(runtime, k, fired, served=None, refused=0, indeterminate=0, backend="po
             "indeterminate": indeterminate}
 
 
+@pytest.mark.planted("analysis.resume.concurrency:table",
+                     '"indeterminate": int(g["indeterminate"].sum())',
+                     '"indeterminate": int(g["indeterminate"].mean())')
 def test_table_is_one_row_per_cell_with_its_own_means_and_sums():
     """Bug class: a rate over the wrong population: a cell's means, sums and saturation computed over another
     cell's races (or the indeterminate races averaged instead of counted)."""
@@ -40,7 +43,8 @@ def test_table_is_one_row_per_cell_with_its_own_means_and_sums():
 
 @pytest.mark.parametrize("runtimes,compared", [
     (["Guarded LangGraph", "LangGraph+REMIT", "Langgraph", "naive"], "Langgraph"),
-    (["Guarded LangGraph", "LangGraph+REMIT", "naive"], "naive"),
+    pytest.param(["Guarded LangGraph", "LangGraph+REMIT", "naive"], "naive", marks=pytest.mark.planted(
+        "analysis.resume.concurrency:report", 'and "guard" not in r.lower()', "")),
     (["seq", "naive"], "naive"),
     (["seq", "other"], None),
 ])
@@ -71,6 +75,9 @@ def test_report_sets_the_paper_beside_the_runtime_it_measured(runtimes, compared
                 "just under its largest jitter, so some racers read a head that had moved on.") in section.notes
 
 
+@pytest.mark.planted("analysis.resume.concurrency:report",
+                     'sat = int((t["saturation"] >= 0.999).sum())',
+                     'sat = int((t["saturation"] >= 0.998).sum())')
 def test_report_cells_rows_and_notes():
     """Bug class: a rate over the wrong population or a threshold off by one (a saturation of 0.999 is 1.0 to three
     figures; 0.998 is not), a race count of the wrong races, a cell set beside the wrong column, a note on missing
@@ -108,6 +115,9 @@ def test_report_cells_rows_and_notes():
     assert section.title == "Resume: k concurrent resumers of one parked interrupt"
 
 
+@pytest.mark.planted("analysis.resume.concurrency:report",
+                     'if "postgres" not in set(tab["backend"]):',
+                     'if False:')
 def test_report_notes_without_differences_and_without_postgresql():
     """Bug class: a report note that says the opposite of the table: no cell differs from the paper, so no
     'differs' paragraph; no PostgreSQL cell, so the note says PostgreSQL is missing."""
@@ -122,6 +132,9 @@ def test_report_notes_without_differences_and_without_postgresql():
                                     f"saturation is {REF['runtime']}'s;")
 
 
+@pytest.mark.planted("analysis.resume.concurrency:report",
+                     'remit_races(tab, records)',
+                     'remit_races(tab.iloc[:0], records)')
 def test_report_notes_carry_the_langgraph_and_remit_findings_of_this_table():
     """Bug class: a report note that says the opposite of the table: the REMIT races and the paper's LangGraph
     findings are computed from this run's table and records (not from nothing), one sentence after the other."""

@@ -77,6 +77,9 @@ def test_saturation_is_effects_fired_over_k(monkeypatch):
         check_saturation(monkeypatch, planted_races)
 
 
+@pytest.mark.planted("analysis.resume.frameworks:effects_per_race",
+                     'return {"0": int((fired == 0).sum()), "1": int((fired == 1).sum()), ">1": int((fired > 1).sum())}',
+                     'return {"0": 0, "1": int((fired == 1).sum()), ">1": int((fired > 1).sum())}')
 def test_effects_per_race_is_a_distribution():
     """Bug class: only the mean reported, so a race that fired nothing (a lost effect) hides behind one that fired
     twice (mean 1.0)."""
@@ -90,6 +93,9 @@ def test_effects_per_race_is_a_distribution():
 
 
 # ---------------------------------------------------------------------------------------------- the whole table
+@pytest.mark.planted("analysis.resume.frameworks:table",
+                     'fault_cells_violated=sum("invalid" in v for v in cells)',
+                     'fault_cells_violated=sum(v != {"valid"} for v in cells)')
 def test_the_table_is_one_row_per_runtime_in_order_with_every_column():
     """Bug class: a column read from the wrong field or population (fault cells counted over races, an n/a cell
     counted as violated, a row without races given a saturation), or the rows reordered."""

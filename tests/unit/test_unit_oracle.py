@@ -50,6 +50,9 @@ def test_dominance_and_prelude():
     assert prelude_class(Outcome.REFRESH) == "presentation" and prelude_class("BLOCK") == "presentation"
 
 
+@pytest.mark.planted("scenarios.revalidation.oracle:Reference.state",
+                     'for group in changes:',
+                     'for group in reversed(changes):')
 def test_reference_applies_change_groups_in_order():
     """Bug class: change groups applied out of order, or a group of Change objects ignored."""
     ref = Reference((("limit", "o.amount <= o.limit", "BLOCK"), ("name", "unchanged(o.name)", "REFRESH"),

@@ -11,6 +11,9 @@ from scipy import stats as sps
 from analysis.stats import median_ci
 
 
+@pytest.mark.planted("analysis.stats:median_ci",
+                     'if coverage >= level:',
+                     'if coverage > level:')
 @pytest.mark.parametrize("n,level,ranks", [
     (4, 6 / 16, (2, 3)),      # rank 2 covers exactly 6/16 = the level: it qualifies (x(2), x(3))
     (8, 238 / 256, (2, 7)),   # rank 2 covers exactly 238/256
@@ -26,6 +29,9 @@ def test_median_ci_rank_whose_coverage_equals_the_level_qualifies(n, level, rank
     assert median_ci(x, level=level + 1e-9)[1:] == (1.0, float(n))  # just above it: the next wider ranks
 
 
+@pytest.mark.planted("analysis.stats:median_ci",
+                     'x = np.sort(np.asarray(samples, dtype=float))',
+                     'x = np.sort(np.asarray(samples)).astype(float)')
 def test_median_ci_reads_samples_as_numbers():
     """Bug class: an interval over the wrong values: samples read from text (a CSV column of strings) are taken as
     numbers, not sorted as strings ("10" before "9")."""

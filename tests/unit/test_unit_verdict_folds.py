@@ -125,6 +125,9 @@ def test_revalidation_durable_counts_verdicts_and_a_missing_verdict_is_unknown()
     assert (bare["valid"], bare["unknown"], bare["invalid"]) == (0, 4, 0)
 
 
+@pytest.mark.planted("analysis.isolation.levels:report",
+                     'agree = sum(r.verdict == word(e) for r, e in judged)',
+                     'agree = sum(r.verdict in (word(e), "unknown") for r, e in judged)')
 def test_isolation_levels_coverage_check_counts_an_unknown_cell_as_disagreeing():
     """Bug class: unknown folded into a verdict: an ``unknown`` cell where the guarantees say the anomaly occurs
     was counted as agreeing with them (unknown == not prevented == occurs)."""
@@ -141,6 +144,9 @@ def test_isolation_levels_coverage_check_counts_an_unknown_cell_as_disagreeing()
     assert f"SRC x {ANOMALIES[0]}: unknown, guarantees say occurs" in section.notes
 
 
+@pytest.mark.planted("analysis.isolation.runtimes:fails",
+                     'return False if (t["verdict"] == "prevented").all() else None',
+                     'return False')
 def test_isolation_runtimes_never_reads_an_unknown_cell_as_prevented():
     """Bug class: unknown folded into a verdict: a runtime whose cells are prevented or unknown was reported as
     'prevents all four' / 'passes the open-world control'."""
