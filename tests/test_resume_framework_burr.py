@@ -85,9 +85,8 @@ def test_race_k2():
     consumptions.  A racer that loads after the winner's approve row runs act (and fires a charge) before its own
     insert fails: the ledger says so and EO judges it; one that loads after the winner finished finds no next
     action, runs nothing and answers done (its value silently accepted: CO).  Planted bugs this catches: racers
-    that never overlap or whose answers are lost; an adapter that turns Burr's IntegrityError into parked/done (the
-    server refuses it) or invents a refusal; an adapter that runs the interrupt node outside Burr's action (no
-    consumption of its own); a CO/EO verdict that disagrees with the ledger."""
+    whose answers are lost; an adapter that turns Burr's IntegrityError into parked/done (a served racer that
+    consumed without charging) or invents a refusal; a CO/EO verdict that disagrees with the ledger."""
     from runners.experiment import Options
     from runners.resume.concurrency import race_cell
 
