@@ -32,11 +32,11 @@ def test_each_loss_point_maps_to_the_adapters_named_point_or_its_declared_reason
     assert target == ("during_checkpoint_write", "act") and "one transaction" in why
     target, why = powerloss.env_point("llamaindex[step-boundary]@2.26", "after_save_returned")
     assert why.startswith("no checkpoint of act to lose after its save: ") and "no checkpoint is written after act" in why
-    cells = powerloss.ResumePowerloss().cells("quick", 1, Options()) if not powerloss.ResumePowerloss.missing() else []
-    if cells:
-        got = {(c.p["runtime"], c.p["point"]) for c in cells}
-        for row in powerloss.FRAMEWORK_ROWS:
-            assert {(row, p) for p in powerloss.QUICK_POINTS} <= got
+    if not powerloss.ResumePowerloss.missing():
+        for profile, rows, points in (("quick", powerloss.QUICK_FRAMEWORK_ROWS, powerloss.QUICK_POINTS),
+                                      ("paper", powerloss.FRAMEWORK_ROWS, tuple(powerloss.ENV_POINTS))):
+            got = {(c.p["runtime"], c.p["point"]) for c in powerloss.ResumePowerloss().cells(profile, 1, Options())}
+            assert {(row, p) for row in rows for p in points} <= got, profile
 
 
 @pytest.fixture

@@ -20,6 +20,22 @@ lab sets nothing on LangGraph's SQLite connection), and tunings are rows of
 their own (``langgraph``: WAL with ``synchronous=NORMAL``, the setting the lab
 uses in its SIGKILL cells for speed).  The SQLite settings in force are read
 from the store's connection and recorded.
+
+**Framework rows** (:data:`FRAMEWORK_ROWS`: CrewAI, pydantic-graph, Agent
+Framework, DBOS on SQLite, LlamaIndex) run in their own environments through
+their env fork servers (``runners/resume/envs.py``), exactly as
+``resume_frameworks`` runs them: the adapter's ``backend["location"]`` (its
+store's folder) is the lazy file system and ``backend["ledger_location"]``
+(the world) is outside it.  Each call is a fresh child of the env's warm
+server: ``start`` (parks), the optional flush, ``resume`` with ``crash`` at
+the adapter's named point (:data:`ENV_POINTS`; the server SIGKILLs the child
+there: the power failing), the fault, the remount, then the restart in NEW
+children: ``state`` (does the store load? an error here is the finding, with
+its one line), ``recover`` if the run stopped mid-way or failed, the approval
+re-sent if the run waits for it again.  A point the adapter declares
+unreachable is an n/a cell with its reason; an adapter's or env's error before
+the loss stops the run (one line), never a result.  The release is the env's
+declared one (the server refuses an env that holds another).
 """
 from __future__ import annotations
 
@@ -58,6 +74,10 @@ FRAMEWORK_ROWS = {
     "llamaindex[step-boundary]@2.26": "the application's snapshot of ctx.to_dict() in a SQLite table, as "
                                       "LlamaIndex's docs show (the adapter sets WAL; synchronous the default)",
 }
+#: the framework rows of the quick profile (at most 30 s of it, issue 31): the rows whose env servers start in a
+#: second or two; CrewAI's server imports CrewAI and LanceDB (about 12 s per worker process), so its row runs in the
+#: paper profile and whenever it is named (``--mechanisms crewai@1.15``)
+QUICK_FRAMEWORK_ROWS = ("pydantic-graph@1.107", "agent-framework@1.23", "dbos@3.4", "llamaindex[step-boundary]@2.26")
 #: a loss point -> the env adapter's named point (point, node) where its call's child is SIGKILLed; ``after_done``
 #: has none (the resume call returned done, its child exited)
 ENV_POINTS = {"after_effect": ("after_effect", "act"), "during_checkpoint_write": ("during_checkpoint_write", "act"),
@@ -406,7 +426,8 @@ class ResumePowerloss(Experiment):
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         if self.missing():
             return []  # said in check(): skipped in a larger selection, refused when named
-        rows = list(options.mechanisms_for("resume") or (*ROWS, *FRAMEWORK_ROWS))
+        rows = list(options.mechanisms_for("resume")
+                    or (*ROWS, *(QUICK_FRAMEWORK_ROWS if profile == "quick" else FRAMEWORK_ROWS)))
         points = QUICK_POINTS if profile == "quick" else tuple(p.name for p in POINTS)
         flushes = (True,) if profile == "quick" else (True, False)
         faults = (POWER_LOSS,) if profile == "quick" else FAULTS
