@@ -17,7 +17,8 @@ from analysis.resume import frameworks_cells, frameworks_losers
     (row("a share", 0.405, 0.40, "share"), True),
     (row("a share 2 pp off", 0.42, 0.40, "share"), False),
     (row("a count", 5, 5, "count"), True),
-    (row("a count off by one", 6, 5, "count"), False),
+    pytest.param(row("a count off by one", 6, 5, "count"), False, marks=pytest.mark.planted(
+        "analysis.report:reproduced", "return ours == paper", "return abs(ours - paper) <= 1")),
     (row("counts as shares", 20, 2000, "count", ours_of=100, paper_of=10_000), True),
     (row("counts as shares, 2 pp off", 22, 2000, "count", ours_of=100, paper_of=10_000), False),
     (row("a latency within 2x", 15.0, 8.8, unit="us"), True),
@@ -33,6 +34,9 @@ def test_what_counts_as_reproduced(made, expected):
     assert reproduced(made) is expected
 
 
+@pytest.mark.planted("analysis.report:reproduced",
+                     'if "inside our CI" in diff or "outside our CI" in diff:',
+                     'if False:')
 def test_the_ci_decides_where_a_row_states_one():
     """Bug class: a rate whose published value lies inside our CI counted as differing because it is > 1 pp off."""
     r = row("rate", 0.1214, 0.0997, "share")
@@ -42,6 +46,9 @@ def test_the_ci_decides_where_a_row_states_one():
     assert reproduced(r) is False
 
 
+@pytest.mark.planted("analysis.report:paper_tally",
+                     'total += len(m.paper)',
+                     'total += 0')
 def test_tally_counts_rows_and_matrix_cells_and_names_what_differs():
     """Bug classes: matrix cells left out of the tally; a differing number counted as reproduced; the list of
     differences naming the wrong section."""
@@ -56,6 +63,9 @@ def test_tally_counts_rows_and_matrix_cells_and_names_what_differs():
     assert "**2 of 4** published numbers" in text and "these 2 differ" in text
 
 
+@pytest.mark.planted("analysis.report:render",
+                     'return "\\n".join([header.rstrip(), "", render_findings(sections), FINDINGS_END, "", render_sections(sections)])',
+                     'return "\\n".join([header.rstrip(), "", render_sections(sections), render_findings(sections), FINDINGS_END, ""])')
 def test_a_section_opens_with_its_question_and_the_report_with_its_findings():
     """Bug class: the findings rendered after the sections (the user reads timings first), a question dropped."""
     text = render([Section("a", "A", rows=[row("x", 1, 1, "count")], question="Does x hold?")], "# header")
@@ -83,7 +93,9 @@ def race(runtime, k, served, refused, failed, fired, lost=0, rep=0):
     (2, 1, 1, 0, 1, 0, (1, 1, 0, 0, 0, 0)),      # the gate: one served, one refused loudly
     (4, 4, 0, 0, 4, 0, (3, 0, 0, 0, 3, 0)),      # every racer served and fired
     (3, 3, 0, 0, 1, 0, (2, 0, 2, 0, 0, 0)),      # served twice more, no further effect: inert
-    (3, 1, 0, 2, 1, 0, (2, 0, 0, 2, 0, 0)),      # two raised: failed, never refused nor served
+    pytest.param(3, 1, 0, 2, 1, 0, (2, 0, 0, 2, 0, 0), marks=pytest.mark.planted(  # two raised: failed, never refused
+        "analysis.resume.frameworks_losers:fates", '"refused": race["refused"].astype(int),',
+        '"refused": race["refused"].astype(int) + race["failed"].astype(int),')),
     (2, 0, 1, 1, 0, 0, (2, 1, 0, 1, 0, 1)),      # nobody served: no winner, both are losers
     (2, 1, 0, 0, 1, 1, (1, 0, 0, 0, 0, 0)),      # one answer never came
 ], ids=["gate", "all-fire", "inert", "failed", "no-winner", "unanswered"])
@@ -96,6 +108,9 @@ def test_each_loser_gets_one_fate(k, served, refused, failed, fired, lost, expec
     assert got.unanswered == lost
 
 
+@pytest.mark.planted("analysis.resume.frameworks_losers:races",
+                     'return r.drop_duplicates(subset=["runtime", "cell", "repetition"])',
+                     'return r')
 def test_loud_only_when_every_loser_is_refused_and_a_lost_effect_is_named():
     """Bug classes: "loud" read from one race instead of all; a race that fired nothing hidden in a mean; the race
     counted once per property row."""
@@ -125,6 +140,9 @@ def frameworks_records():
     ])
 
 
+@pytest.mark.planted("analysis.resume.frameworks_cells:group",
+                     'if crash_point != "-":',
+                     'if False:')
 def test_cells_are_grouped_and_name_what_they_violate():
     """Bug classes: a crash cell grouped as a second resume (or a race as a plain cell); unknown shown as holds;
     n/a shown as holds; the witness of a lesser property shown instead of the worst (EO before CO)."""
@@ -142,6 +160,9 @@ def test_cells_are_grouped_and_name_what_they_violate():
     assert groups == sorted(groups, key=frameworks_cells.GROUPS.index)
 
 
+@pytest.mark.planted("analysis.resume.frameworks_cells:findings",
+                     'elif unknown:',
+                     'elif False:')
 def test_one_finding_per_framework_answering_the_two_questions():
     """Bug classes: a framework with an unknown crash cell called safe; a violating one called safe; the SIGKILL
     answer read from race cells; the loud-refusal answer given to a framework whose losers fired again."""
@@ -156,6 +177,9 @@ def test_one_finding_per_framework_answering_the_two_questions():
     assert "**undecided**" in found["maybe@1"] and "SIGKILL: undecided" in found["maybe@1"]
 
 
+@pytest.mark.planted("analysis.resume.frameworks_losers:table",
+                     'races_2plus_effects=int((t["effects"] > 1).sum()),',
+                     'races_2plus_effects=int((t["effects"] >= 1).sum()),')
 def test_the_losers_table_pinned_for_a_small_grid():
     """The whole table for three races of two runtimes, every column: bug classes of any single count (effects per
     race 0 / 1 / 2+ swapped or off by one, the runtimes merged or reordered, a column dropped), and the exact answer.
@@ -180,6 +204,9 @@ def test_the_losers_table_pinned_for_a_small_grid():
         records.drop(columns=["served"])).empty  # records written before the racers were counted
 
 
+@pytest.mark.planted("analysis.resume.frameworks_cells:_ordered",
+                     'key=lambda p: SEVERITY.index(p) if p in SEVERITY else len(SEVERITY))',
+                     'key=str)')
 def test_the_cell_table_pinned_for_a_small_grid():
     """Every column of the per-cell table and every group, in order: bug classes of a property order (the worst
     witness would change), a group misread, an unknown folded into holds."""
