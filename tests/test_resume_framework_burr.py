@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from test_resume_framework_adapters import _fault
 
 RUNTIME = "apache-burr@0.43"
@@ -23,6 +24,7 @@ def _ledger(history, name: str) -> list:
     return [op for op in history.operations if op.name == name]
 
 
+@pytest.mark.planted("analysis.resume.checkers:EffectExactlyOnce.judge", "if len(rows) > 1:", "if len(rows) > 2:")
 def test_fault_cell_sigkill_after_gated_effect():
     """SIGKILL after the gated effect (charge) of a resume, recovery in a new process.  The kill is a real signal 9 of
     the resume's own process, after act fired its charge and before Burr's PersisterHook inserted act's row; the
@@ -76,6 +78,7 @@ def test_fault_cell_sigkill_after_gated_effect():
 UNIQUE = "IntegrityError: UNIQUE constraint failed: burr_state."
 
 
+@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge", "if len(rows) > 1:", "if len(rows) > 2:")
 def test_race_k2():
     """Two racers forked from the env's warm server resume one parked application at one barrier.  Both load the
     parked row (sequence id 0, prepare's) and run approve with their value; Burr's primary key lets one insert

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from test_resume_framework_adapters import _fault
 
 RUNTIME = "prefect@3.9"
@@ -112,6 +113,7 @@ def test_race_k2():
     assert len(fired) == len(set(fired)) and r["eo_verdict"] == ["valid"]
 
 
+@pytest.mark.planted("analysis.resume.checkers:EffectExactlyOnce.judge", "if len(rows) > 1:", "if len(rows) > 2:")
 def test_fault_cell_crashed_retry():
     """The crashed-retry row: what a user adds so that a SIGKILLed flow run can be retried (the documented zombie-flow
     automation's action, CRASHED, then `prefect flow-run retry`).  SIGKILL after act's charge; the recovery, in a new
