@@ -89,6 +89,9 @@ GOLDEN_NOTES = (
 )
 
 
+@pytest.mark.planted("analysis.revalidation.omission:cost",
+                     'out["extra_premises_per_removed"] = (extra / out["false_allows_removed"])',
+                     'out["extra_premises_per_removed"] = (extra / out["false_allows_exact"])')
 def test_totals_and_cost_of_conservative_linking():
     """Bug class: a rate over the wrong population: the cost per removed false allow is the extra premises over
     the false allows removed (not all false allows), per mechanism and rate; no cost where nothing was removed."""
@@ -105,6 +108,10 @@ def test_totals_and_cost_of_conservative_linking():
         {"mechanism": "ATR", "rate": 0.2, "premises_per_change_exact": 1.5, "premises_per_change_conservative": 3.0,
          "false_allows_exact": 11, "false_allows_conservative": 0, "false_allows_removed": 11,
          "extra_premises_per_removed": pytest.approx(80 / 11)}]
+    leaky = omission_report_records()  # conservative linking lets one false allow through: 4 removed, not 5
+    first = leaky.index[(leaky["linking"] == "conservative") & (leaky["rate"] == 0.05)][0]
+    leaky.loc[first, ["outcome", "released"]] = ["KEEP", True]
+    assert omission.cost(omission.table(leaky))["extra_premises_per_removed"].iloc[0] == 80 / 4
     same = omission_report_records()
     same.loc[same["linking"] == "conservative", ["outcome", "released"]] = same.loc[
         same["linking"] == "exact", ["outcome", "released"]].to_numpy()
@@ -113,6 +120,9 @@ def test_totals_and_cost_of_conservative_linking():
     assert none_removed["extra_premises_per_removed"].isna().all()
 
 
+@pytest.mark.planted("analysis.revalidation.omission:table",
+                     'out["linking"] = pd.Categorical(out["linking"], LINKING_ORDER, ordered=True)',
+                     'out["linking"] = pd.Categorical(out["linking"], sorted(LINKING_ORDER), ordered=True)')
 def test_table_columns_order_and_types():
     """Bug class: a row beside the wrong cell: rows sorted by workload (totals first), mechanism in order of
     appearance, rate, linking (exact before conservative); counts are integers."""
@@ -134,13 +144,19 @@ def test_table_columns_order_and_types():
     ("ATR", "exact", 0.05, PUBLISHED["ATR", "exact", 0.05]),
     ("ATR", "exact", 0.05 + 1e-12, PUBLISHED["ATR", "exact", 0.05]),
     ("ATR", "exact", 0.1, PUBLISHED["ATR", "exact", 0.1]),
-    ("ATR", "conservative", 0.05, None), ("FullScan", "exact", 0.05, None), ("ATR", "exact", 0.2, None),
+    pytest.param("ATR", "conservative", 0.05, None, marks=pytest.mark.planted(  # another linking's value
+        "analysis.revalidation.omission:paper_rate", '(v["mechanism"], v["linking"], v["metric"]) == (mechanism, linking,',
+        '(v["mechanism"], v["linking"], v["metric"]) == (mechanism, v["linking"],')),
+    ("FullScan", "exact", 0.05, None), ("ATR", "exact", 0.2, None),
 ])
 def test_paper_rate_is_the_published_value_of_that_cell(mechanism, linking, rate, value):
     """Bug class: a published number beside the wrong cell (another linking, mechanism or rate)."""
     assert omission.paper_rate(mechanism, linking, rate) == value
 
 
+@pytest.mark.planted("analysis.revalidation.omission:report",
+                     'r["ours"] += f" ({t[\'false_allows\']:,} of {t[\'executions\']:,}; 95% CI {pct(t[\'ci_low\'])}–{pct(t[\'ci_high\'])})"',
+                     'r["ours"] += f" ({t[\'false_allows\']:,} of {t[\'executions\']:,})"')
 def test_report_as_rendered():
     """Bug classes: a published number beside the wrong cell; a measured rate outside its expectation's interval
     shown as inside; a note on coverage (workloads, schedules, executions) over the wrong columns; the cost table
@@ -162,6 +178,9 @@ def test_report_as_rendered():
     assert section.notes == GOLDEN_NOTES
 
 
+@pytest.mark.planted("analysis.revalidation.omission:report",
+                     '("inside" if t["ci_low"] <= paper <= t["ci_high"] else "outside")',
+                     '"inside"')
 def test_report_paper_value_outside_the_ci_and_critical_share_by_row():
     """Bug class: a published number said to lie inside our interval when it lies outside; a share of critical
     executions shown as one number where it differs by row."""
@@ -179,6 +198,9 @@ def test_pct():
     assert omission.pct(0.1234) == "12.34%" and omission.pct(1) == "100.00%"
 
 
+@pytest.mark.planted("analysis.revalidation.omission:table",
+                     'list(dict.fromkeys(records["mechanism"]))',
+                     'sorted(set(records["mechanism"]))')
 def test_rows_follow_the_records_order_of_workloads_and_mechanisms():
     """Bug class: a row beside the wrong cell: workloads and mechanisms in the order the records give them (totals
     first), not alphabetical; the cost table in the same order, its counts integers."""
@@ -196,6 +218,9 @@ def test_rows_follow_the_records_order_of_workloads_and_mechanisms():
     assert str(cost["false_allows_exact"].dtype) == "int64" and str(cost["false_allows_conservative"].dtype) == "int64"
 
 
+@pytest.mark.planted("analysis.revalidation.omission:cost",
+                     '.where(out["false_allows_removed"] > 0)',
+                     '.where(out["false_allows_removed"] > 1)')
 def test_one_false_allow_removed_has_a_cost_and_none_removed_says_so():
     """Bug class: a rate over the wrong population: one removed false allow has its cost (not n/a); none removed is
     said in words in the report."""
@@ -210,6 +235,9 @@ def test_one_false_allow_removed_has_a_cost_and_none_removed_says_so():
     assert "| ATR | 5% | 1.500 | 3.000 | 0 | 0 | 0 | n/a (none removed) |" in notes
 
 
+@pytest.mark.planted("analysis.revalidation.omission:report",
+                     't["ci_low"] <= paper <= t["ci_high"]',
+                     't["ci_low"] < paper < t["ci_high"]')
 def test_a_published_value_on_an_interval_bound_is_inside(monkeypatch):
     """Bug class: a published number said to lie outside our interval when it lies on its bound (the interval is
     closed); without a published claim on conservative linking, the report says none is published."""
