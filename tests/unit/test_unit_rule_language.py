@@ -122,7 +122,9 @@ def test_parser_and_oracle_agree_with_the_grammar_on_generated_rules(tree, state
     ("c.f1 or c.f2 and c.f3", {"c.f1": True, "c.f2": False, "c.f3": False}, True),      # or is loosest
     ("c.f1 and c.f2 or c.f3", {"c.f1": False, "c.f2": False, "c.f3": True}, True),
     ("not c.f1 and c.f2", {"c.f1": True, "c.f2": True}, False),                         # not binds tighter than and
-    ("not c.f1 and c.f2", {"c.f1": False, "c.f2": False}, False),                       # ...not (f1 and f2) is true
+    pytest.param("not c.f1 and c.f2", {"c.f1": False, "c.f2": False}, False,  # ...not (f1 and f2) is true
+                 marks=pytest.mark.planted("scenarios.revalidation.rules:_Parser.not_", "return Not(self.not_())",
+                                           "return Not(self.and_())")),
     ("not c.f1 or c.f2", {"c.f1": False, "c.f2": False}, True),
     ("not a.n == 1", {"a.n": 2}, True),                                                 # ...looser than ==
     ("not not c.f1", {"c.f1": True}, True),
@@ -140,7 +142,8 @@ def test_precedence_cases(text, state, expect):
     assert holds(text, state, state) is expect
 
 
-@pytest.mark.parametrize("text", ["a.x < a.y < a.z", "a.x ==", "(a.x == 1", "a.x == 1)", "a.x = 1", "and a.x",
+@pytest.mark.parametrize("text", [pytest.param("a.x < a.y < a.z", marks=pytest.mark.planted(
+    "scenarios.revalidation.rules:_Parser.rule", 'if not self.at("end"):', "if False:")), "a.x ==", "(a.x == 1", "a.x == 1)", "a.x = 1", "and a.x",
                                   "a.x in", "a.x or or a.y", "unchanged(a)", "a.`x", "1 == 1", ""])
 def test_text_the_grammar_refuses(text):
     """Bug class: a parser that accepts what the grammar does not (a chained comparison read as one, a dangling
@@ -156,7 +159,7 @@ REFUND = Path(__file__).resolve().parents[2] / "scenarios" / "revalidation" / "w
 MIXED = "order.refunded == false or order.amount > 1000 and policy.refund_limit > 60"
 
 
-def _or_binds_tighter(monkeypatch):
+def planted_or_binds_tighter(monkeypatch):
     """The planted bug: the rule parser with `or` binding tighter than `and`."""
     def or_(self):
         items = [self.and_()]
@@ -184,7 +187,7 @@ def test_the_loaders_proof_fires_on_a_parser_bug(tmp_path, monkeypatch):
     path.write_text(REFUND.read_text(encoding="utf-8").replace('rule = "order.refunded == false"',
                                                                f'rule = "{MIXED}"'), encoding="utf-8")
     assert parse_workload(path).name == "refund"  # the correct parser: the file loads
-    _or_binds_tighter(monkeypatch)
+    planted_or_binds_tighter(monkeypatch)
     with pytest.raises(ScenarioError, match=r"mutations\.blocking\.variants\[0\]: premise 'not_already_refunded': "
                                             r"the compiled rule .* disagree on this state: a rule-parser bug"):
         parse_workload(path)
@@ -193,7 +196,7 @@ def test_the_loaders_proof_fires_on_a_parser_bug(tmp_path, monkeypatch):
 def test_the_oracle_reading_is_independent_of_the_parser(monkeypatch):
     """Bug class: an oracle that reads rules through the parser it is meant to check (with the planted bug, the
     oracle still reads the documented precedence)."""
-    _or_binds_tighter(monkeypatch)
+    planted_or_binds_tighter(monkeypatch)
     state = {"c.f1": True, "c.f2": False, "c.f3": False}
     assert holds("c.f1 or c.f2 and c.f3", state, state) is True
     check, _ = rules.compile_rule("c.f1 or c.f2 and c.f3", {k: "bool" for k in state})
