@@ -22,9 +22,27 @@ COLUMNS = ["runtime", "framework", "release", "configuration", "point", "flush_a
 NA = "n/a"  # liveness of a cell the row cannot reach (a point its adapter declares not applicable)
 
 
+CONTROL = "crash_only"  # the fault of the control cells: the same SIGKILL and remount, nothing unsynced dropped
+
+
 def measured(tab: pd.DataFrame) -> pd.DataFrame:
-    """The cells that ran (n/a cells left out: they count for nothing, kept or broken)."""
-    return tab[tab["liveness"] != NA]
+    """The power-loss cells that ran (n/a cells left out: they count for nothing, kept or broken; the crash-only
+    control cells left out: no power was lost in them)."""
+    return tab[(tab["liveness"] != NA) & (tab["fault"] != CONTROL)]
+
+
+def changes(tab: pd.DataFrame) -> list[tuple[str, str]]:
+    """What the power loss itself changed: each loss cell whose verdict differs from its crash-only control's (the
+    same row, point and flush at park): (row, in words); [] when the run has no control cells."""
+    control = {(r["runtime"], r["point"], bool(r["flush_at_park"])): verdict(r)
+               for r in tab.to_dict("records") if r["fault"] == CONTROL}
+    out = []
+    for r in measured(tab).to_dict("records"):
+        was = control.get((r["runtime"], r["point"], bool(r["flush_at_park"])))
+        if was is not None and was != verdict(r):
+            cell = f"{r['point']} ({'flushed' if r['flush_at_park'] else 'fresh'}, {r['fault']})"
+            out.append((r["runtime"], f"{r['runtime']}, {cell}: {verdict(r)} where a crash alone gives {was}"))
+    return out
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
@@ -67,6 +85,10 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     for r in tab.to_dict("records"):
         if verdict(r) not in ("once", NA):
             notes.append(f"{r['runtime']}, {r['point']}: {r['witness']}")
+    changed = changes(tab)
+    if changed:
+        notes.append("What the power loss itself changes (each loss cell beside its crash-only control: the same "
+                     "SIGKILL at the same point, nothing unsynced dropped): " + "; ".join(c for _, c in changed) + ".")
     configs = "; ".join(dict.fromkeys(f"{r.runtime}: {r.configuration}" for r in tab.itertuples()))
     notes.append(f"Configurations (SQLite settings as read from the store's connection or files): {configs}.")
     return Section("resume_powerloss", "Power loss within the flush window: is an approved effect made once?",
@@ -98,4 +120,10 @@ def findings(tab: pd.DataFrame, records: pd.DataFrame) -> list[Finding]:
                  f"store unreadable in {unreadable}"]
         head = "keeps an approved effect to one" if not twice and not stuck else "does not keep an approved effect to one"
         out.append(Finding("power loss", rt, f"{head} across a power loss: " + ", ".join(parts) + f" of {n} cells."))
+    by_row: dict[str, int] = {}
+    for rt, _ in changes(tab):
+        by_row[rt] = by_row.get(rt, 0) + 1
+    for rt, k in by_row.items():
+        out.append(Finding("power loss", rt, f"the power loss itself (not the crash) changed the outcome of {k} "
+                                             "cell(s) against their crash-only controls (report: what it changes)."))
     return out

@@ -8,6 +8,9 @@ drives them through the lab's lazy file system, ``runners/resume/lazyfs.py``):
   every other unsynced byte is dropped;
 - ``flush``: everything unsynced is written (what the OS does in the
   background, given time): applied at park when the run was parked long ago.
+- ``crash_only``: the control, no power loss at all: the same SIGKILL at the same point and the same remount,
+  but nothing unsynced is dropped (a killed process loses nothing the OS holds, so the file system is flushed):
+  beside a ``power_loss`` cell it says what the power loss itself changes.
 
 The named points of the resume path where the power fails, each with what the
 framework had acknowledged before it (the run's step the store must still show
@@ -19,8 +22,10 @@ from dataclasses import dataclass
 
 from vocabulary.resume import AFTER_CHECKPOINT_WRITE, AFTER_EFFECT, DURING_CHECKPOINT_WRITE
 
-POWER_LOSS, TORN, FLUSH = "power_loss", "torn", "flush"
+POWER_LOSS, TORN, FLUSH, CRASH_ONLY = "power_loss", "torn", "flush", "crash_only"
 FAULTS = (POWER_LOSS, TORN)
+#: what the lazy file system is told for each fault (the control's crash loses nothing: everything is synced)
+SENT = {POWER_LOSS: POWER_LOSS, TORN: TORN, CRASH_ONLY: FLUSH}
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ import uuid
 from contextlib import closing
 from pathlib import Path
 
-from faults.resume.powerloss import BY_NAME, FAULTS, FLUSH, POINTS, POWER_LOSS
+from faults.resume.powerloss import BY_NAME, CRASH_ONLY, FAULTS, FLUSH, POINTS, POWER_LOSS, SENT
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact
 from runners.processes import fork_start, kill, wait
 from runners.resume import lazyfs
@@ -182,6 +182,17 @@ def _child(fn, args: tuple) -> tuple[int, int]:
     return pid, r
 
 
+def free_mount_point(point: Path) -> None:
+    """A mount point in use is refused in one line (a file system already mounted there, or a folder holding
+    files): the lab never mounts over another mount, nor hides files under its own (issue 31)."""
+    if os.path.ismount(point):
+        raise DriftlabError(f"resume_powerloss: the mount point {point} is in use (a file system is mounted there); "
+                            f"unmount it (fusermount3 -u {point}) or run again with another --out")
+    if point.is_dir() and any(point.iterdir()):
+        raise DriftlabError(f"resume_powerloss: the mount point {point} is in use (it holds files); remove them or "
+                            "run again with another --out")
+
+
 def run_one(runtime: str, point_name: str, flush_at_park: bool, fault: str, scratch: Path) -> dict:
     """One power-loss cell (module docstring); the record."""
     if _is_framework(runtime):
@@ -190,6 +201,7 @@ def run_one(runtime: str, point_name: str, flush_at_park: bool, fault: str, scra
     backing, mount, world = scratch / "backing", scratch / f"{lazyfs.PREFIX}mnt", scratch / "world"
     world.mkdir(parents=True, exist_ok=True)
     backend = Backend("sqlite", str(mount), "pl", ledger_location=str(world))
+    free_mount_point(mount)
     with lazyfs.Mount(backing, mount) as fs:
         pid, r = _child(_start, (runtime, backend))
         started = _read(r, WAIT_S)
@@ -206,7 +218,7 @@ def run_one(runtime: str, point_name: str, flush_at_park: bool, fault: str, scra
         if reached is None or (lp.point and reached.get("at") != lp.point):
             raise DriftlabError(f"resume_powerloss: {runtime}: the resumer never reached {point_name} ({reached})")
         acknowledged_done = reached.get("state") == DONE
-        fs.send(fault)
+        fs.send(SENT[fault])
         fs.remount()
         pid, r = _child(_restart, (runtime, backend))
         after = _read(r, WAIT_S)
@@ -328,6 +340,7 @@ def run_one_env(runtime: str, point_name: str, flush_at_park: bool, fault: str, 
     backing, mount, world = scratch / "backing", scratch / f"{lazyfs.PREFIX}mnt", scratch / "world"
     world.mkdir(parents=True, exist_ok=True)
     backend = Backend("sqlite", str(mount), "pl", ledger_location=str(world))
+    free_mount_point(mount)
     env = _Env(runtime, backend)
     with lazyfs.Mount(backing, mount) as fs, closing(env.rt):
         env.rt.setup()  # the world's ledger tables (outside), the framework's own set-up (on the mount)
@@ -341,7 +354,7 @@ def run_one_env(runtime: str, point_name: str, flush_at_park: bool, fault: str, 
             raise DriftlabError(f"resume_powerloss: {runtime}: the resume never reached {target[0]} of {target[1]} "
                                 f"(it answered {got.get('state')})")
         acknowledged_done = got.get("state") == DONE
-        fs.send(fault)  # the power fails: the killed child's (or the returned call's) unsynced data is gone
+        fs.send(SENT[fault])  # the power fails: the killed child's (or the returned call's) unsynced data is gone
         fs.remount()
         after = _restart_env(env)
     journals = _journals(backing)
@@ -430,7 +443,7 @@ class ResumePowerloss(Experiment):
                     or (*ROWS, *(QUICK_FRAMEWORK_ROWS if profile == "quick" else FRAMEWORK_ROWS)))
         points = QUICK_POINTS if profile == "quick" else tuple(p.name for p in POINTS)
         flushes = (True,) if profile == "quick" else (True, False)
-        faults = (POWER_LOSS,) if profile == "quick" else FAULTS
+        faults = (POWER_LOSS,) if profile == "quick" else (*FAULTS, CRASH_ONLY)  # the control beside the losses
         return [Cell(self.name, (("runtime", rt), ("point", p), ("flush_at_park", f), ("fault", fault)), 1, seed)
                 for rt in rows for p in points for f in flushes for fault in faults]
 
