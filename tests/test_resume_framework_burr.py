@@ -78,7 +78,6 @@ def test_fault_cell_sigkill_after_gated_effect():
 UNIQUE = "IntegrityError: UNIQUE constraint failed: burr_state."
 
 
-@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge", "if len(rows) > 1:", "if len(rows) > 2:")
 def test_race_k2():
     """Two racers forked from the env's warm server resume one parked application at one barrier.  Both load the
     parked row (sequence id 0, prepare's) and run approve with their value; Burr's primary key lets one insert
