@@ -90,23 +90,40 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
         notes.append("What the power loss itself changes (each loss cell beside its crash-only control: the same "
                      "SIGKILL at the same point, nothing unsynced dropped): " + "; ".join(c for _, c in changed) + ".")
     configs = "; ".join(dict.fromkeys(f"{r.runtime}: {r.configuration}" for r in tab.itertuples()))
-    notes.append(f"Configurations (SQLite settings as read from the store's connection or files): {configs}.")
+    notes.append(f"Configurations (the lab's rows: the SQLite settings read from the store's connection; framework "
+                 f"rows: the store as shipped, its files' journal modes in the witness): {configs}.")
     return Section("resume_powerloss", "Power loss within the flush window: is an approved effect made once?",
                    notes="\n\n".join(notes),
                    matrices=[Matrix("configuration x point of the loss", list(dict.fromkeys(tab["runtime"])), columns,
                                     cells)])
 
 
+def label(configuration: str) -> str:
+    """A row's configuration in a few words: the SQLite settings read (the lab's rows: after the last "; "), or the
+    store's name (a framework row's description, before its parenthesis)."""
+    last = configuration.split("; ")[-1]
+    return last if last.startswith("journal_mode") else configuration.split(" (")[0]
+
+
 def advice(tab: pd.DataFrame) -> str:
     """Which rows kept an approved effect to one in every cell, and which did not (from the table alone)."""
-    tab = measured(tab)
+    whole, tab = tab, measured(tab)
     ok = [rt for rt, t in tab.groupby("runtime", sort=False)
           if ((t["effects"] == 1) & (t["liveness"] == "valid") & t["store_loads"].astype(bool)).all()]
     bad = [rt for rt in dict.fromkeys(tab["runtime"]) if rt not in ok]
-    configs = {r.runtime: r.configuration.split("; ")[-1] for r in tab.itertuples()}
+    configs = {r.runtime: label(r.configuration) for r in tab.itertuples()}
     say = [f"kept an approved effect to one in every cell: {', '.join(f'{r} ({configs[r]})' for r in ok) or 'none'}"]
     if bad:
         say.append(f"did not: {', '.join(f'{r} ({configs[r]})' for r in bad)}")
+    controlled = [rt for rt in dict.fromkeys(tab["runtime"])
+                  if ((whole["runtime"] == rt) & (whole["fault"] == CONTROL)).any()]
+    if controlled:  # the table's control cells (paper profile): what the loss itself changed, row by row
+        changed = {rt for rt, _ in changes(whole)}
+        same = [rt for rt in controlled if rt not in changed]
+        say.append("against their crash-only controls, the power loss itself changed no outcome of "
+                   f"{', '.join(same) or 'no row'}"
+                   + (f" and changed outcomes of {', '.join(rt for rt in controlled if rt in changed)}"
+                      if changed else ""))
     return "; ".join(say) + "."
 
 

@@ -64,7 +64,7 @@ ROWS = {
 #: ``resume_frameworks`` runs it, its store on the lazy file system as the framework ships it (nothing tuned); what
 #: each persistence does was read from the framework's source at the pinned release
 FRAMEWORK_ROWS = {
-    "crewai@1.15": "CrewAI @persist with SQLiteFlowPersistence as shipped (one SQLite file; the framework sets WAL, "
+    "crewai@1.15": "CrewAI @persist with SQLiteFlowPersistence as shipped (one SQLite file, the framework sets WAL, "
                    "synchronous is the connection's default)",
     "pydantic-graph@1.107": "FileStatePersistence as shipped (one JSON file per run, rewritten in place by "
                             "Path.write_bytes, no fsync)",
@@ -72,7 +72,7 @@ FRAMEWORK_ROWS = {
                             "file and os.replace'd over its name, no fsync of the file or its folder)",
     "dbos@3.4": "DBOS's system database on SQLite as shipped (the framework sets no journal mode or synchronous)",
     "llamaindex[step-boundary]@2.26": "the application's snapshot of ctx.to_dict() in a SQLite table, as "
-                                      "LlamaIndex's docs show (the adapter sets WAL; synchronous the default)",
+                                      "LlamaIndex's docs show (the adapter sets WAL, synchronous is the default)",
 }
 #: the framework rows of the quick profile (at most 30 s of it, issue 31): the rows whose env servers start in a
 #: second or two; CrewAI's server imports CrewAI and LanceDB (about 12 s per worker process), so its row runs in the
@@ -357,14 +357,16 @@ def run_one_env(runtime: str, point_name: str, flush_at_park: bool, fault: str, 
         fs.send(SENT[fault])  # the power fails: the killed child's (or the returned call's) unsynced data is gone
         fs.remount()
         after = _restart_env(env)
-    journals = _journals(backing)
-    base["configuration"] += f"; read from the files: {journals}" if journals else ""
     rec = judge(runtime, lp, flush_at_park, fault, "", after, acknowledged_done, base)
-    empty = _emptied(backing)
+    seen, empty = [], _emptied(backing)
+    journals = _journals(backing)
+    if journals:
+        seen.append(f"the SQLite files' journal modes, read from their headers: {journals}")
     if empty:
-        rec["witness"] = rec["witness"][:-1] + (f"; on disk after the loss {len(empty)} file(s) of the store were "
-                                                f"empty: {', '.join(empty[:3])}" + (" ..." if len(empty) > 3 else "")
-                                                + ".")
+        seen.append(f"{len(empty)} file(s) of the store were empty: {', '.join(empty[:3])}"
+                    + (" ..." if len(empty) > 3 else ""))
+    if seen:
+        rec["witness"] = rec["witness"][:-1] + "; on disk after the restart, " + "; ".join(seen) + "."
     return rec
 
 
@@ -399,7 +401,8 @@ def judge(runtime: str, lp, flush_at_park: bool, fault: str, pragmas: str, after
     if not after["loads"]:
         return {**base, "store_loads": False, "effects": -1, "liveness": "invalid", "acknowledged_kept": False,
                 "state_after_restart": "unreadable",
-                "witness": f"{fault} {lp.says}: after the restart the store does not load ({after['error']})."}
+                "witness": f"{fault} {lp.says} ({'flushed' if flush_at_park else 'not flushed'} at park): after the "
+                           f"restart the store does not load ({after['error']})."}
     before = after["before"]
     step = len(names) if before["state"] == DONE else names.index(before["node"]) if before["node"] in names else -1
     acked = lp.acknowledged if lp.acknowledged != "done" or acked_done else "approve"  # else: only the park
