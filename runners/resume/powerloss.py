@@ -73,6 +73,16 @@ FRAMEWORK_ROWS = {
     "dbos@3.4": "DBOS's system database on SQLite as shipped (the framework sets no journal mode or synchronous)",
     "llamaindex[step-boundary]@2.26": "the application's snapshot of ctx.to_dict() in a SQLite table, as "
                                       "LlamaIndex's docs show (the adapter sets WAL, synchronous is the default)",
+    # the other framework rows whose store is files (paper profile, or named)
+    "apache-burr@0.43": "Burr's SQLitePersister as shipped (one SQLite file, the framework sets no journal mode or "
+                        "synchronous)",
+    "google-adk@2.13": "ADK's DatabaseSessionService on SQLite (aiosqlite) as shipped (one SQLite file, no journal "
+                       "mode or synchronous set)",
+    "agno@3.1": "Agno's SqliteDb as shipped with checkpoint='runs', the default (one SQLite file, the framework sets "
+                "WAL, synchronous is the default)",
+    "openai-agents@0.24": "the application's saved RunState, as the SDK's docs show (one JSON file per saved state, "
+                          "the adapter writes a temporary file, fsyncs it and renames it into place, the folder not "
+                          "fsynced)",
 }
 #: the framework rows of the quick profile (at most 30 s of it, issue 31): the rows whose env servers start in a
 #: second or two; CrewAI's server imports CrewAI and LanceDB (about 12 s per worker process), so its row runs in the
@@ -364,7 +374,7 @@ def run_one_env(runtime: str, point_name: str, flush_at_park: bool, fault: str, 
         seen.append(f"the SQLite files' journal modes, read from their headers: {journals}")
     if empty:
         seen.append(f"{len(empty)} file(s) of the store were empty: {', '.join(empty[:3])}"
-                    + (" ..." if len(empty) > 3 else ""))
+                    + (f" and {len(empty) - 3} more" if len(empty) > 3 else ""))
     if seen:
         rec["witness"] = rec["witness"][:-1] + "; on disk after the restart, " + "; ".join(seen) + "."
     return rec
