@@ -114,6 +114,9 @@ def sigkill_answer(tab: pd.DataFrame, runtime: str) -> str:
     undecided = t[t["unknown"].str.contains("EO|PC")]
     if not undecided.empty:
         return f"undecided: EO or PC unknown in {len(undecided)} of {run} crash cells"
+    stuck = t[t["violated"].str.contains("liveness")]
+    if not stuck.empty:  # nothing ran twice because the run never went on: not "exactly once"
+        return f"no: nothing ran twice, but the run never finished in {len(stuck)} of {run} crash cells"
     return f"yes, in all {run} crash cells run"
 
 

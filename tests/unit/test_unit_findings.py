@@ -230,3 +230,16 @@ def test_the_cell_table_pinned_for_a_small_grid():
     assert frameworks_cells._ordered(["liveness", "CO", "EO", "CO"]) == ["EO", "CO", "liveness"]
     assert frameworks_cells.sigkill_answer(tab, "safe@1") == "yes, in all 1 crash cells run"
     assert frameworks_cells.sigkill_answer(tab, "nobody") == "no crash cell could be run"
+
+
+@pytest.mark.planted("analysis.resume.frameworks_cells:sigkill_answer", 'if not stuck.empty:', "if False:")
+def test_a_run_that_never_goes_on_after_a_sigkill_is_not_exactly_once():
+    """Bug class: a framework whose killed run can never be continued (liveness violated in a crash cell) reported
+    as "exactly once after a SIGKILL: yes" because nothing ran twice (it ran zero times)."""
+    records = pd.DataFrame([rec("stuck@1", "crash_resume_after_effect_act", "EO", "valid", crash="after_effect"),
+                            rec("stuck@1", "crash_resume_after_effect_act", "liveness", "invalid", crash="after_effect",
+                                witness="run never reached done"),
+                            rec("stuck@1", "crash_start_after_effect_prepare", "EO", "valid", crash="after_effect")])
+    tab = frameworks_cells.table(records)
+    assert frameworks_cells.sigkill_answer(tab, "stuck@1") == \
+        "no: nothing ran twice, but the run never finished in 1 of 2 crash cells"
