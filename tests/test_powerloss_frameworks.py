@@ -63,3 +63,37 @@ def test_a_framework_rows_store_is_on_the_lazy_fs_and_its_ledger_outside(fuse, t
     assert not [f for f in backing.rglob("*") if "ledger" in f.name]
     assert [f for f in backing.rglob("*.json")], "the framework's store is not on the lazy file system"
     assert got["release"] == "1.107.10" and got["store_loads"] and got["effects"] >= 1, got["witness"]
+
+
+def _cell(runtime, point, fault, effects, liveness="valid", kept=True, loads=True, flush=True):
+    return {"runtime": runtime, "framework": runtime.split("@")[0], "release": "1", "configuration": "c",
+            "point": point, "flush_at_park": flush, "fault": fault, "effects": effects, "liveness": liveness,
+            "acknowledged_kept": kept, "store_loads": loads, "state_after_restart": "", "witness": "w"}
+
+
+@pytest.mark.planted("analysis.resume.powerloss:measured", '(tab["fault"] != CONTROL)', 'True')
+def test_controls_and_na_cells_are_not_counted_as_power_loss_cells_and_say_what_the_loss_changes():
+    """A row's findings count its power-loss cells only: an n/a cell (a point its adapter cannot reach) and a
+    crash-only control (no power lost) count for nothing; a loss cell whose verdict differs from its control's is
+    what the power loss itself changed.
+
+    Bug class: control cells counted as power-loss cells (a crash's double effect reported as the power loss's)."""
+    import pandas as pd
+
+    from analysis.resume import powerloss as a
+
+    tab = pd.DataFrame([_cell("x@1", "after_effect", "power_loss", 2), _cell("x@1", "after_effect", "crash_only", 2),
+                        _cell("x@1", "after_done", "power_loss", 2, kept=False),
+                        _cell("x@1", "after_done", "crash_only", 1),
+                        _cell("x@1", "after_save_returned", "power_loss", -1, liveness="n/a"),
+                        _cell("y@1", "after_done", "power_loss", 1), _cell("y@1", "after_done", "crash_only", 2)])
+    said: dict[str, str] = {}
+    for f in a.findings(tab, tab):
+        said[f.subject] = said.get(f.subject, "") + f.text + " "
+    assert "effect twice in 2, stuck in 0, acknowledged progress lost in 1, store unreadable in 0 of 2 cells" in said["x@1"]
+    assert "effect twice in 0" in said["y@1"] and "of 1 cells" in said["y@1"]
+    assert [c for _, c in a.changes(tab)] == ["x@1, after_done (flushed, power_loss): fired 2x, acked lost where a "
+                                              "crash alone gives once",
+                                              "y@1, after_done (flushed, power_loss): once where a crash alone gives "
+                                              "fired 2x"]
+    assert a.verdict(tab.iloc[4].to_dict()) == "n/a"

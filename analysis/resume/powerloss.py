@@ -28,7 +28,7 @@ CONTROL = "crash_only"  # the fault of the control cells: the same SIGKILL and r
 def measured(tab: pd.DataFrame) -> pd.DataFrame:
     """The power-loss cells that ran (n/a cells left out: they count for nothing, kept or broken; the crash-only
     control cells left out: no power was lost in them)."""
-    return tab[(tab["liveness"] != NA) & (tab["fault"] != CONTROL)]
+    return tab[(tab["liveness"].fillna(NA) != NA) & (tab["fault"] != CONTROL)]  # a CSV read back: "n/a" is NaN
 
 
 def changes(tab: pd.DataFrame) -> list[tuple[str, str]]:
@@ -52,7 +52,7 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
 def verdict(r: dict) -> str:
     """One cell in a few words: what broke, or ``once`` when the effect fired once and the run ended done; ``n/a``
     where the row cannot reach the point (its reason is the witness)."""
-    if r["liveness"] == NA:
+    if r["liveness"] == NA or pd.isna(r["liveness"]):  # (a CSV read back by pandas turns "n/a" into NaN)
         return NA
     if not r["store_loads"]:
         return "store lost"
