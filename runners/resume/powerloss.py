@@ -448,6 +448,14 @@ class ResumePowerloss(Experiment):
         for left in lazyfs.leftovers():
             lazyfs.unmount(left)
             print(f"resume: removed a lazy file system a killed run left mounted at {left}", flush=True)
+        from mechanisms.resume.frameworks import declared
+        from runners.resume import envs
+
+        # the framework rows' environments, built (or reused) before any cell, each holding the release its row
+        # declares (one line and exit 2 otherwise): a cell never pays a build, never runs another release
+        for rt in options.mechanisms_for("resume") or FRAMEWORK_ROWS:
+            if rt in declared():
+                envs.ensure_row(declared()[rt])
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         if self.missing():
