@@ -366,17 +366,19 @@ def run_one_env(runtime: str, point_name: str, flush_at_park: bool, fault: str, 
         acknowledged_done = got.get("state") == DONE
         fs.send(SENT[fault])  # the power fails: the killed child's (or the returned call's) unsynced data is gone
         fs.remount()
+        # the disk as the loss left it, before the restart writes anything (read from the backing folder, which the
+        # fresh mount holds no unsynced data over)
+        empty, journals = _emptied(backing), _journals(backing)
         after = _restart_env(env)
     rec = judge(runtime, lp, flush_at_park, fault, "", after, acknowledged_done, base)
-    seen, empty = [], _emptied(backing)
-    journals = _journals(backing)
+    seen = []
     if journals:
         seen.append(f"the SQLite files' journal modes, read from their headers: {journals}")
     if empty:
         seen.append(f"{len(empty)} file(s) of the store were empty: {', '.join(empty[:3])}"
                     + (f" and {len(empty) - 3} more" if len(empty) > 3 else ""))
     if seen:
-        rec["witness"] = rec["witness"][:-1] + "; on disk after the restart, " + "; ".join(seen) + "."
+        rec["witness"] = rec["witness"][:-1] + "; on disk right after the loss, " + "; ".join(seen) + "."
     return rec
 
 
