@@ -97,3 +97,17 @@ def test_controls_and_na_cells_are_not_counted_as_power_loss_cells_and_say_what_
                                               "y@1, after_done (flushed, power_loss): once where a crash alone gives "
                                               "fired 2x"]
     assert a.verdict(tab.iloc[4].to_dict()) == "n/a"
+
+
+@pytest.mark.planted("runners.resume.powerloss:run_one_env", "fs.send(SENT[fault])", "fs.send(FLUSH)")
+def test_a_framework_cells_loss_is_real_beside_its_crash_only_control(fuse, tmp_path):
+    """pydantic-graph 1.107's FileStatePersistence rewrites its JSON file with ``Path.write_bytes`` and never fsyncs
+    (its source at the pinned release): after the resume returned done, a crash alone keeps the done, and the
+    power loss on the same cell takes it away (the run waits for the approval it already had).
+
+    Bug class: a framework cell whose power loss drops nothing (the loss sent to the file system is a flush), so
+    every framework row would read as surviving a power loss."""
+    crash = powerloss.run_one("pydantic-graph@1.107", "after_done", True, "crash_only", tmp_path / "crash")
+    loss = powerloss.run_one("pydantic-graph@1.107", "after_done", True, "power_loss", tmp_path / "loss")
+    assert (crash["state_after_restart"], crash["acknowledged_kept"]) == ("done", True), crash["witness"]
+    assert loss["state_after_restart"] != "done" and not loss["acknowledged_kept"], loss["witness"]
