@@ -96,8 +96,9 @@ def _calls(history, status: str) -> list:
 
 @pytest.mark.parametrize("runtime", ["langgraph+guard", "langgraph"])
 def test_every_fault_lands_for_real(cells, runtime):
-    ev = {f: cells[(runtime, f)][0]["EO"]["evidence"] for f in ("partition", "cut_at_commit", "slow_store",
-                                                                 "store_crash", "client_paused")}
+    ev = {f: cells[(runtime, f)][0]["EO"]["evidence"] for f in ("partition", "cut_at_commit", "commit_lost",
+                                                                 "slow_store", "store_crash", "client_paused")}
+    assert re.search(r"proxy dropped the commit of INSERT INTO .* the store never received it", ev["commit_lost"])
     assert re.search(r"link dn\d+h0 down .* healed after \d", ev["partition"])
     assert re.search(r"proxy cut the victim after it sent INSERT INTO .* the server answered CommandComplete",
                      ev["cut_at_commit"])
@@ -110,7 +111,7 @@ def test_every_fault_lands_for_real(cells, runtime):
 
 @pytest.mark.parametrize("runtime", ["langgraph+guard", "langgraph"])
 def test_a_cut_or_crashed_call_is_indeterminate_and_its_client_re_sends(cells, runtime):
-    for f in ("cut_at_commit", "store_crash"):
+    for f in ("cut_at_commit", "commit_lost", "store_crash"):
         rows, history = cells[(runtime, f)]
         lost = _calls(history, "indeterminate")
         assert [op.actor for op in lost] == ["resume@h0"], (f, [op.actor for op in lost])
@@ -208,3 +209,14 @@ def _orphans() -> list[str]:
             if comm.startswith("dlnem-") and (parent in (None, 1) or not hosts._alive(parent)):
                 out.append(f"{entry.name} {comm}")
     return out
+
+
+def test_a_lost_claim_is_not_a_claim_and_the_run_finishes_once(cells):
+    """The guard's claim whose commit never reached the store (the proxy dropped it) did not land: the store holds
+    no claim from the victim, so the run is served by exactly one later call and fires the gated effect once; the
+    victim's connection ended without an answer, so its call is indeterminate, not refused."""
+    rows, history = cells[("langgraph+guard", "commit_lost")]
+    assert "the store never received it" in rows["EO"]["evidence"]
+    assert rows["EO"]["effects_fired"] == 1 and rows["EO"]["verdict"] == "valid"
+    assert rows["EO"]["state_after_recovery"] == "done"
+    assert [op.actor for op in _calls(history, "indeterminate")] == ["resume@h0"]

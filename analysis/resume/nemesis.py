@@ -26,7 +26,7 @@ COLUMNS = ["runtime", "fault", "k", "property", "repetitions", "verdict", "effec
            "stuck_before_recovery", "stuck_after_recovery", "state_before_recovery", "state_after_recovery", "served",
            "refused", "indeterminate", "crashes", "evidence", "calls", "witness"]
 #: the faults in the order faults/resume/nemesis.py declares them (the baseline first); others follow as found
-ORDER = ("none", "partition", "cut_at_commit", "slow_store", "store_crash", "client_paused", "sigkill",
+ORDER = ("none", "partition", "cut_at_commit", "commit_lost", "slow_store", "store_crash", "client_paused", "sigkill",
          "partition+sigkill", "store_crash+sigkill", "client_paused+sigkill")
 
 
@@ -135,7 +135,7 @@ def _answers(tab: pd.DataFrame) -> list[str]:
     """The issue's two questions, answered per runtime from the records."""
     out = []
     for rt, t in tab.groupby("runtime", sort=False):
-        for r in t[t["fault"] == "cut_at_commit"].drop_duplicates(["k"]).itertuples():
+        for r in t[t["fault"].isin(("cut_at_commit", "commit_lost"))].drop_duplicates(["fault", "k"]).itertuples():
             reps = f" (worst of {r.repetitions} repetitions)" if r.repetitions > 1 else ""
             resend = re.search(r"/resume@h0#(?:[2-9]|\d\d+): (\w+)", str(r.calls))
             claim = (f"the gated effect fired up to {r.effects_fired_max} time(s); the victim's re-send was "
@@ -148,7 +148,8 @@ def _answers(tab: pd.DataFrame) -> list[str]:
                        "repetition(s) and moved only with the recovery")
             else:
                 run = "the run was done after the retries"
-            out.append(f"After a cut at commit ({rt}, k={r.k}){reps}: {claim}; {run}.")
+            what = "a cut at commit" if r.fault == "cut_at_commit" else "a lost commit"
+            out.append(f"After {what} ({rt}, k={r.k}){reps}: {claim}; {run}.")
         for r in t[t["fault"] == "store_crash"].drop_duplicates(["k"]).itertuples():
             later = [c for c in str(r.calls).split("; ") if "#1:" not in c and "/recover" not in c]
             again = [c for c in later if c.split(": ", 1)[-1].startswith(("done", "parked"))]

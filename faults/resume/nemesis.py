@@ -34,6 +34,9 @@ point while the fault holds, beside ``sigkill`` alone):
   closes its connection after the victim sent the statement that carries the
   claim (:data:`CLAIMS`) and its commit, and before the reply: the claim may
   have landed, the victim cannot know (the indeterminate commit);
+- ``commit_lost``: the same cut, but the claim's commit never reaches the
+  store (the proxy drops it and closes both sides): the claim did not land and
+  the victim, again, cannot know;
 - ``slow_store``: the victim's replies are held ``delay_ms`` each by the
   proxy; the others start ``stagger_s`` after it, as a race;
 - ``store_crash``: SIGKILL of the private cluster's postmaster while the
@@ -62,7 +65,7 @@ class Fault:
     name: str
     says: str
     pause: tuple[str, str] | None = None  # (point, node) the victim stops at while the fault lands
-    proxy: str = ""  # "cut" | "slow": the victim dials the proxy
+    proxy: str = ""  # "cut" | "drop" | "slow": the victim dials the proxy
     heal_s: float = 0.0
     delay_ms: float = 0.0
     stagger_s: float = 0.0
@@ -89,6 +92,8 @@ FAULTS = (
           heal_s=3.0),
     Fault("cut_at_commit", "the proxy cuts the victim's connection after it sent the claim's commit, before the "
           "reply", proxy="cut"),
+    Fault("commit_lost", "the proxy drops the victim's claim commit and closes both sides: the claim never lands, "
+          "the victim cannot tell", proxy="drop"),
     Fault("slow_store", "the proxy holds every reply to the victim 150 ms; the others start 50 ms after it",
           proxy="slow", delay_ms=150.0, stagger_s=0.05),
     Fault("store_crash", "SIGKILL of the store's postmaster while the victim holds the claim, then a restart with "

@@ -325,11 +325,14 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
             elif f.kind == "client_paused" and victim.at:
                 os.kill(victim.pid, signal.SIGSTOP)
                 evidence.append(f"victim pid {victim.pid} SIGSTOPped at {f.pause[0]}")
-            elif f.proxy == "cut":
+            elif f.proxy in ("cut", "drop"):
                 victim.result(CALL_S)
                 events = proxy.events(DRAIN_WAIT_S)
                 cuts = [e for e in events if "cut" in e]
-                if cuts:
+                if cuts and f.proxy == "drop":
+                    evidence.append(f"proxy dropped the commit of {_short(cuts[0]['cut'])} and closed both sides: "
+                                    "the store never received it")
+                elif cuts:
                     said = ", ".join(cuts[0]["server_said"]) or "nothing before the drain ended"
                     evidence.append(f"proxy cut the victim after it sent {_short(cuts[0]['cut'])} and its commit; "
                                     f"the server answered {said}, which the victim never saw")

@@ -10,7 +10,7 @@ enough to know which statement each message carries: a simple ``Query``
 ``Parse`` (``P``) gave the statement name (so a prepared statement is
 recognised when it is executed, not when it is parsed).
 
-Two faults (``faults/resume/nemesis.py`` declares them):
+Three faults (``faults/resume/nemesis.py`` declares them):
 
 - ``cut``: once a statement matching the trigger has been executed, the
   proxy waits for the message that makes it durable (``at = "sync"``: the
@@ -23,6 +23,10 @@ Two faults (``faults/resume/nemesis.py`` declares them):
   cut is ordered so that no reply can slip through: the flag is set before
   the message is forwarded, and server bytes are forwarded only while it is
   clear.
+- ``drop``: the same trigger, but the message that would make the claim durable
+  never reaches the server: the proxy closes both sockets instead of
+  forwarding it, so the server rolls the claim's transaction back (the commit
+  is lost) while the client, as after a ``cut``, cannot tell.
 - ``slow``: every chunk from the server is held ``delay_ms`` before it is
   forwarded (the store answers slowly; requests are not delayed).
 
@@ -130,7 +134,7 @@ class _Conn:
 
     def _decide(self, msg: bytes) -> bool:
         """True when ``msg`` is the one after which the connection is cut (module docstring)."""
-        if not self.started or self.proxy.mode != "cut" or self.proxy.done.is_set():
+        if not self.started or self.proxy.mode not in ("cut", "drop") or self.proxy.done.is_set():
             return False
         kind, body = msg[:1], msg[5:]
         text = None
@@ -162,6 +166,15 @@ class _Conn:
         with self.lock:
             self.cut = True
         self.proxy.done.set()
+        if self.proxy.mode == "drop":  # the durable message is lost: the server sees the connection end mid-claim
+            self.cut_at = time.time()
+            for sock in (self.client, self.server):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.client.close()
+            return
         self.server.sendall(out)  # the durable message reaches the server ...
         try:  # ... and the client loses its connection before any reply
             self.client.shutdown(socket.SHUT_RDWR)
@@ -197,7 +210,7 @@ class _Conn:
                 break
         if self.cut:
             self.proxy.report({"cut": self.armed, "server_said": [s for s in said if s != "ReadyForQuery"],
-                               "at": getattr(self, "cut_at", time.time())})
+                               "dropped": self.proxy.mode == "drop", "at": getattr(self, "cut_at", time.time())})
 
 
 def _replies(buf: bytes) -> list[str]:
@@ -277,9 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m runners.resume.nemesis_proxy", description=main.__doc__)
     ap.add_argument("--listen", required=True, help="HOST:PORT the workers dial instead of the database")
     ap.add_argument("--upstream", required=True, help="HOST:PORT of the database (or the path of its Unix socket)")
-    ap.add_argument("--mode", choices=("cut", "slow", "pass"), default="pass")
+    ap.add_argument("--mode", choices=("cut", "drop", "slow", "pass"), default="pass")
     ap.add_argument("--trigger", default=r"INSERT INTO driftlab_guard_claims\b",
-                    help="regex of the statement that carries the claim (cut mode)")
+                    help="regex of the statement that carries the claim (cut and drop modes)")
     ap.add_argument("--at", choices=("sync", "commit"), default="commit",
                     help="cut at the Sync after the statement (autocommit) or at its transaction's COMMIT")
     ap.add_argument("--delay-ms", type=float, default=150.0, help="slow mode: hold each reply this long")
