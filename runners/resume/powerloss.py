@@ -296,9 +296,9 @@ class _Env:
 
 def _restart_env(env: _Env) -> dict:
     """The machine after the restart, for a framework row: each call a NEW child of the env's server.  The store is
-    read (``state``: does it load?); a run stopped mid-way (or failed) is recovered as the framework documents
-    (the adapter's ``recover``); a run waiting for the approval again, or unknown to the store, is sent the
-    approval again, as a caller holding it would."""
+    read (``state``: does it load?); a run not done is recovered as the framework documents (the adapter's
+    ``recover``, as a restarted worker does on boot); a run then waiting for the approval again, or unknown to
+    the store, is sent the approval again, as a caller holding it would."""
     approve = DEFAULT_GRAPH.names[DEFAULT_GRAPH.interrupt_step]
     out: dict = {"loads": True, "calls": []}
     st = env.call("state", run_id=RUN)
@@ -307,7 +307,7 @@ def _restart_env(env: _Env) -> dict:
         return out
     waiting = st["state"] == PARKED and st["node"] == approve
     out["before"] = {"state": st["state"], "node": st["node"], "parked": waiting, "reason": st.get("reason", "")}
-    if st["state"] in (PARKED, FAILED) and not waiting:  # stopped mid-way: the documented recovery
+    if st["state"] != DONE:  # the restarted machine runs the framework's documented recovery, whatever it reads
         st = env.must("recover", run_id=RUN)
         out["calls"].append(("recover", st["state"], st.get("reason", "")))
         waiting = st["state"] == PARKED and st["node"] == approve
