@@ -12,8 +12,10 @@ a backing folder:
   ``O_SYNC`` / ``O_DSYNC``, write the file's shadow to the backing file and
   fsync it;
 - metadata (create, rename, unlink, mkdir, truncate's size) reaches the backing
-  folder at once, as LazyFS's default model has it (POSIX's stricter reading,
-  a create or rename durable only after its folder's fsync, is not modelled);
+  folder at once, as LazyFS's default model has it; :class:`StrictLazyFS`
+  (``ops="runners.resume.lazyfs:StrictLazyFS"``) is POSIX's stricter reading:
+  a create, rename or unlink of a file is durable only once its folder is
+  fsynced, and a power loss undoes the ones that were not;
 - faults, sent on a control socket: ``power_loss`` drops every shadow (every
   unsynced byte is gone), ``torn`` keeps the last unsynced write's prefix cut
   at a 4 KiB boundary and drops the rest, ``flush`` writes every shadow (what
@@ -286,6 +288,112 @@ class LazyFS:
         st = os.statvfs(self._full(path))
         return {k: getattr(st, k) for k in ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree",
                                             "f_files", "f_flag", "f_frsize", "f_namemax")}
+
+
+class StrictLazyFS(LazyFS):
+    """POSIX's reading of metadata: a file's create, rename or unlink is durable only after an fsync of its folder.
+
+    Each such operation still reaches the backing folder at once (readers see it), and is logged with what undoes
+    it (a replaced or unlinked file is moved aside into a stash beside the backing folder, not deleted).
+    ``fsyncdir`` of a folder makes the operations on it durable (an operation spanning two folders, a rename
+    between them, once both are synced); ``flush`` makes everything durable.  ``power_loss`` and ``torn`` drop
+    the unsynced data as :class:`LazyFS` does, then undo every operation not yet durable, newest first.  Files in
+    subfolders are handled like files at the top; folders themselves (mkdir, rmdir) stay immediate.  (The base
+    class is called by name, not through super(), so that a test can plant a bug in one method.)
+    """
+
+    def __init__(self, root: str):
+        LazyFS.__init__(self, root)
+        self.stash = root.rstrip("/") + ".lazyfs-stash"
+        self.pending: list[tuple[set[str], str, tuple]] = []  # (folders not yet synced, kind, what undoes it)
+        self.stashed = 0
+
+    @staticmethod
+    def _folder(path: str) -> str:
+        return os.path.dirname("/" + path.lstrip("/")) or "/"
+
+    def _aside(self, path: str) -> str:
+        """Move the backing file of ``path`` into the stash; returns where it went."""
+        os.makedirs(self.stash, exist_ok=True)
+        self.stashed += 1
+        kept = os.path.join(self.stash, str(self.stashed))
+        os.rename(self._full(path), kept)
+        return kept
+
+    def create(self, path: str, mode: int, fi=None) -> int:
+        with self.lock:
+            existed = os.path.lexists(self._full(path))
+            kept = self._aside(path) if existed else None  # O_TRUNC on a file that exists: its old self is kept
+            fh = LazyFS.create(self, path, mode, fi)
+            self.pending.append(({self._folder(path)}, "create", (path, kept)))
+            return fh
+
+    def unlink(self, path: str) -> int:
+        with self.lock:
+            kept = self._aside(path)
+            self.shadows.pop(path, None)
+            self.pending.append(({self._folder(path)}, "unlink", (path, kept)))
+        return 0
+
+    def rename(self, old: str, new: str) -> int:
+        with self.lock:
+            if old == new:
+                return 0
+            kept = self._aside(new) if os.path.lexists(self._full(new)) else None
+            LazyFS.rename(self, old, new)
+            self.pending.append(({self._folder(old), self._folder(new)}, "rename", (old, new, kept)))
+        return 0
+
+    def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
+        with self.lock:
+            folder = "/" + path.strip("/") if path.strip("/") else "/"
+            for folders, _, _ in self.pending:
+                folders.discard(folder)
+            self._settle()
+        return 0
+
+    def _settle(self) -> None:
+        """Forget the operations that became durable; their stashed files are gone for good."""
+        durable = [e for e in self.pending if not e[0]]
+        self.pending = [e for e in self.pending if e[0]]
+        for _, kind, args in durable:
+            kept = args[-1]
+            if kept:
+                os.unlink(kept)
+
+    def flush(self) -> None:
+        with self.lock:
+            LazyFS.flush(self)
+            for folders, _, _ in self.pending:
+                folders.clear()
+            self._settle()
+
+    def _undo(self) -> None:
+        for _, kind, args in reversed(self.pending):
+            if kind == "create":
+                path, kept = args
+                os.unlink(self._full(path))
+                if kept:
+                    os.rename(kept, self._full(path))
+            elif kind == "unlink":
+                path, kept = args
+                os.rename(kept, self._full(path))
+            else:
+                old, new, kept = args
+                os.rename(self._full(new), self._full(old))
+                if kept:
+                    os.rename(kept, self._full(new))
+        self.pending = []
+
+    def power_loss(self) -> None:
+        with self.lock:
+            LazyFS.power_loss(self)
+            self._undo()
+
+    def torn(self) -> None:
+        with self.lock:
+            LazyFS.torn(self)
+            self._undo()
 
 
 def operations(fs: LazyFS):
