@@ -18,6 +18,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import TypedDict
 
@@ -35,23 +36,39 @@ from driftlab_guard import (BLOCK, KEEP, REFRESH, REPLAN, ContractViolation, Dic
                         GuardedSqliteSaver, PinConflict, Pins, PinsNotInherited, Premise, Resources, ResumeRefused,
                         Revalidator, StaleDecision)
 from driftlab_guard._pregel import loading_invocation  # noqa: E402
+from planting import planted  # noqa: E402
 from runners.processes import fork_start, wait  # noqa: E402
 
 GUARD = Path(__file__).resolve().parents[1] / "guard"
 LAB_PACKAGES = {"vocabulary", "scenarios", "mechanisms", "faults", "runners", "analysis", "figures", "benchmarks"}
 
 
+def fresh(tmp_path: Path) -> Path:
+    """A new directory under ``tmp_path``: a planted variant (tests/planting.py) runs the test again with the same
+    ``tmp_path``, and must not find the first run's databases there."""
+    return Path(tempfile.mkdtemp(dir=tmp_path))
+
+
 # ---------------------------------------------------------------------------------------------- the package alone
 def test_package_imports_nothing_of_the_lab():
     """Planted bug caught: a driftlab_guard module importing the lab (``from vocabulary...``), which a user who
     installed only driftlab_guard does not have."""
-    found = []
-    for path in sorted((GUARD / "driftlab_guard").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
-            found += [(path.name, n) for n in names if n.split(".")[0] in LAB_PACKAGES]
-    assert found == []
+    def check(texts: dict[str, str]) -> None:
+        found = []
+        for name, text in sorted(texts.items()):
+            for node in ast.walk(ast.parse(text)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+                found += [(name, n) for n in names if n.split(".")[0] in LAB_PACKAGES]
+        assert found == []
+
+    texts = {p.name: p.read_text() for p in (GUARD / "driftlab_guard").glob("*.py")}
+    check(texts)
+    planted_texts = {**texts, "revalidation.py": texts["revalidation.py"].replace(  # the lab imported inside a function
+        "    def require(self, parked", "    def require(self, parked_=None):\n        from vocabulary import words\n\n"
+        "    def require_(self, parked", 1)}
+    with pytest.raises(AssertionError):
+        check(planted_texts)
 
 
 def test_the_four_savers_share_one_claim():
@@ -65,8 +82,16 @@ def test_the_four_savers_share_one_claim():
     pg = pytest.importorskip("driftlab_guard.postgres")
     assert GuardedSqliteSaver.get_tuple is pg.GuardedPostgresSaver.get_tuple is SyncGuard.get_tuple
     assert GuardedAsyncSqliteSaver.aget_tuple is pg.GuardedAsyncPostgresSaver.aget_tuple is AsyncGuard.aget_tuple
+
+    def one_claim(texts: dict[str, str]) -> None:
+        assert [name for name, text in texts.items() if "INSERT INTO driftlab_guard_claims" in text] == \
+            ["consume_once.py"]
+
     texts = {p.name: p.read_text() for p in (GUARD / "driftlab_guard").glob("*.py")}
-    assert [name for name, text in texts.items() if "INSERT INTO driftlab_guard_claims" in text] == ["consume_once.py"]
+    one_claim(texts)
+    insert = texts["consume_once.py"].split('insert: str = (', 1)[1].split(")\n", 1)[0]
+    with pytest.raises(AssertionError):  # planted: sqlite.py with its own copy of the claim's insert
+        one_claim({**texts, "sqlite.py": texts["sqlite.py"] + f"\n\nOWN_INSERT = ({insert})\n"})
 
 
 def _uv(*args: str, offline: bool) -> subprocess.CompletedProcess:
@@ -127,46 +152,59 @@ class Flow(TypedDict):
     v: str
 
 
+@pytest.mark.planted("driftlab_guard._pregel:loading_invocation", "sys._getframe(2)", "sys._getframe(3)")
+@pytest.mark.planted("driftlab_guard._pregel:loading_invocation",
+                     "return None if owner.is_nested else Invocation(owner)", "return Invocation(owner)")
 def test_loading_invocation_reads_the_input_of_the_loop_that_loads(tmp_path):
     """The one coupling to LangGraph's internals: inside the saver's load, the outer loop and its input are found
     for invoke and ainvoke, and not for get_state (no loop) or a subgraph's load (nested loop).
 
-    Planted bug caught (or a LangGraph release that moved the load): a frame walk that stops one frame short, or
-    returns the nested loop, so every resume passes unclaimed (seen[...] would be None)."""
-    seen: dict[str, object] = {}
+    Planted bugs caught (or a LangGraph release that moved the load): a frame walk off by one frame (it misses the
+    loop's frame), so every resume passes unclaimed (the input found would be none); a walk that returns the
+    nested loop of a subgraph's load (its input taken for the invocation's)."""
+    none = "<no loop found>"
+    loads: list[tuple[str, str, object]] = []  # (sync | async, the load's namespace, the input found)
 
     class Probe(InMemorySaver):
         def get_tuple(self, config):
             inv = loading_invocation()
-            seen.setdefault("sync", inv and inv.input)
+            loads.append(("sync", config["configurable"].get("checkpoint_ns", "").split(":")[0],
+                          inv.input if inv else none))
             return super().get_tuple(config)
 
         async def aget_tuple(self, config):
             inv = loading_invocation()
-            seen.setdefault("async", inv and inv.input)
+            loads.append(("async", config["configurable"].get("checkpoint_ns", "").split(":")[0],
+                          inv.input if inv else none))
             return await super().aget_tuple(config)
 
     def n(s):
         return {"x": s["x"] + 1}
 
+    sub = StateGraph(Flow)
+    sub.add_node("m", n)
+    sub.add_edge(START, "m"), sub.add_edge("m", END)
     g = StateGraph(Flow)
-    g.add_node("n", n)
-    g.add_edge(START, "n"), g.add_edge("n", END)
-    saver = Probe()
-    app = g.compile(checkpointer=saver)
+    g.add_node("n", n), g.add_node("child", sub.compile())
+    g.add_edge(START, "n"), g.add_edge("n", "child"), g.add_edge("child", END)
+    app = g.compile(checkpointer=Probe())
     cfg = {"configurable": {"thread_id": "t"}}
-    app.invoke({"x": 1, "v": ""}, cfg)
-    asyncio.run(app.ainvoke(None, cfg))
-    seen.pop("sync"), seen.pop("async")
+    first, again = {"x": 1, "v": ""}, {"x": 5, "v": ""}
+    app.invoke(first, cfg)
+    assert loads == [("sync", "", first), ("sync", "child", none)]  # the subgraph's load: a nested loop
+    loads.clear()
+    asyncio.run(app.ainvoke(again, {"configurable": {"thread_id": "a"}}))
+    assert [(ns, found) for kind, ns, found in loads if kind == "async"] == [("", again), ("child", none)]
+    loads.clear()
     app.get_state(cfg)  # a load with no loop on the stack
-    assert seen.get("sync") is None
-    seen.clear()
+    assert loads == [("sync", "", none)]
+    loads.clear()
     cmd = Command(resume="r")
     try:
         app.invoke(cmd, cfg)
     except Exception:  # noqa: BLE001 - stock LangGraph may refuse a resume with nothing parked; the load came first
         pass
-    assert seen["sync"] is cmd
+    assert loads[0][:2] == ("sync", "") and loads[0][2] is cmd
 
 
 # ---------------------------------------------------------------------------------------------- the claim's key
@@ -188,11 +226,14 @@ def two_interrupts():
     return g
 
 
+@pytest.mark.planted("driftlab_guard.consume_once:ConsumeOnce._guard_procedure", "(thread, ns, iid, cp,",
+                     "(thread, ns, \"\", cp,")  # the claim keyed by thread and namespace only
 def test_each_interrupt_of_a_thread_is_claimed_on_its_own(tmp_path):
     """Two interrupts, one after the other, on one thread: each is served once and refused after.
 
     Planted bug caught: a claim keyed without the interrupt id (by thread and namespace only, or by thread and
     node), which refuses the second, never consumed, interrupt as "already consumed"."""
+    tmp_path = fresh(tmp_path)
     saver = GuardedSqliteSaver(sqlite3.connect(str(tmp_path / "two.db"), check_same_thread=False))
     app = two_interrupts().compile(checkpointer=saver)
     cfg = {"configurable": {"thread_id": "t"}}
@@ -214,6 +255,15 @@ def test_a_resume_value_outside_the_resume_schema_is_refused_before_its_claim(tm
 
     Planted bug caught: validating the value after the claim (or only when the node's write is persisted): the
     bad value uses up the approval and the correct one is refused as "already consumed", the run never ends."""
+    _resume_schema_checked_before_the_claim(fresh(tmp_path))
+    with planted("driftlab_guard.consume_once:ConsumeOnce._guard_plan", "self._guard_check_resume(value)", "pass"), \
+            planted("driftlab_guard.consume_once:ConsumeOnce._guard_outcome", "self.claims_made += 1",
+                    "self.claims_made += 1; self._guard_check_resume(plan.value)"), \
+            pytest.raises(AssertionError):  # planted: the value validated right after its claim
+        _resume_schema_checked_before_the_claim(fresh(tmp_path))
+
+
+def _resume_schema_checked_before_the_claim(tmp_path: Path) -> None:
     from typing import Literal
 
     saver = GuardedSqliteSaver(sqlite3.connect(str(tmp_path / "cp.db"), check_same_thread=False),
@@ -229,6 +279,7 @@ def test_a_resume_value_outside_the_resume_schema_is_refused_before_its_claim(tm
     assert Path(consumed).read_text().split() == ["approve"]
 
 
+@pytest.mark.planted("driftlab_guard.consume_once:ConsumeOnce._guard_refuse_unparked", "if latest is None:", "if True:")
 def test_a_resend_after_the_claimant_crashed_names_the_claimant_and_the_recovery(tmp_path):
     """The claimant consumes the approval in b and is SIGKILLed in c; the approval re-sent (as any caller holding
     it would) is refused as ``continued``, naming the crashed claimant and ``invoke(None, config)``; that recovery
@@ -236,6 +287,7 @@ def test_a_resend_after_the_claimant_crashed_names_the_claimant_and_the_recovery
 
     Planted bug caught: the refusal of a resume at a checkpoint with no interrupt saying "the run ended, do not
     retry" (``not_parked``) while the run is half done and only invoke(None) finishes it."""
+    tmp_path = fresh(tmp_path)
     where, consumed = str(tmp_path / "cp.db"), str(tmp_path / "consumed.txt")
     _invoke("sync", where, consumed, {"x": 0, "v": ""}, "sync", kill=False)
     assert wait(fork_start(_resume_and_die, ("sync", where, consumed, "sync"))) == -signal.SIGKILL
@@ -302,7 +354,11 @@ def _resume_and_die(saver_kind, where, consumed, durability):
     _invoke(saver_kind, where, consumed, Command(resume="claimed"), durability, kill=True)
 
 
-@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+PLANTED_CALLERS_DURABILITY = pytest.mark.planted("driftlab_guard._pregel:Invocation.make_durable",
+                                                 'if loop.durability == "sync":', "if True:")
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", pytest.param("exit", marks=PLANTED_CALLERS_DURABILITY)])
 @pytest.mark.parametrize("saver_kind", ["sync", "async"])
 def test_consume_once_holds_in_every_durability_mode(saver_kind, durability, tmp_path):
     """The resumer consumes the value in b and is SIGKILLed in c; a recovery (invoke(None)) in the parent ends the
@@ -312,6 +368,7 @@ def test_consume_once_holds_in_every_durability_mode(saver_kind, durability, tmp
     of the resume before the crash, so the recovery re-runs b with the claimed value (two consumptions, the
     README's old "what the guard trades away"); under "async" b's checkpoint may still be in flight when c runs.
     """
+    tmp_path = fresh(tmp_path)
     where, consumed = str(tmp_path / "cp.db"), str(tmp_path / "consumed.txt")
     _invoke(saver_kind, where, consumed, {"x": 0, "v": ""}, durability, kill=False)
     assert wait(fork_start(_resume_and_die, (saver_kind, where, consumed, durability))) == -signal.SIGKILL
@@ -322,7 +379,7 @@ def test_consume_once_holds_in_every_durability_mode(saver_kind, durability, tmp
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("durability", ["async", "exit"])
+@pytest.mark.parametrize("durability", ["async", pytest.param("exit", marks=PLANTED_CALLERS_DURABILITY)])
 @pytest.mark.parametrize("saver_kind", ["sync", "async"])
 def test_consume_once_holds_on_postgres(saver_kind, durability, pg_dsn, tmp_path):
     """The same crash on GuardedPostgresSaver and GuardedAsyncPostgresSaver (the claim and LangGraph's resume write
@@ -336,7 +393,7 @@ def test_consume_once_holds_on_postgres(saver_kind, durability, pg_dsn, tmp_path
     from runners.backends import create_schema, drop_schema
 
     schema = create_schema(pg_dsn, "dguard_")
-    consumed = str(tmp_path / "consumed.txt")
+    consumed = str(fresh(tmp_path) / "consumed.txt")
     opts = dict(autocommit=True, prepare_threshold=0, row_factory=dict_row, options=f"-c search_path={schema}")
     cfg = {"configurable": {"thread_id": "t"}}
 
@@ -388,8 +445,18 @@ CLASSES = {
 }
 
 
+REVALIDATE, AFFECTED = "driftlab_guard.revalidation:Revalidator.revalidate", "affected = {i for r in changed for i in index[r]}"
+SKIPS_A_CLASS = pytest.mark.planted(REVALIDATE, "if p.id not in affected:",
+                                   "if p.id not in affected or p.on_fail < REPLAN:")  # BLOCK/REPLAN premises only
+BY_OBJECT = pytest.mark.planted(REVALIDATE, AFFECTED,  # every premise reading the changed field's object
+                                "affected = {i for r in changed for ref in index if ref.split('.')[0] == r.split('.')[0] "
+                                "for i in index[ref]}")
+
+
+@pytest.mark.planted(REVALIDATE, AFFECTED, "affected = set(ids)")  # a full scan
 @pytest.mark.parametrize("with_log", [True, False], ids=["change-log", "versions"])
-@pytest.mark.parametrize("kind", list(CLASSES))
+@pytest.mark.parametrize("kind", [pytest.param(k, marks={"presentation": [SKIPS_A_CLASS, BY_OBJECT],
+                                                          "blocking": [BY_OBJECT]}.get(k, [])) for k in CLASSES])
 def test_revalidation_outcome_per_premise_class(kind, with_log):
     """Each premise class of the revalidation family gets its outcome, re-checking only the premises that read a
     changed field (the reverse index), with the source's change log or by comparing versions.
@@ -413,12 +480,17 @@ def test_revalidation_outcome_per_premise_class(kind, with_log):
     assert verdict.releases == (outcome <= REFRESH)
 
 
+@pytest.mark.planted(REVALIDATE, 'ids = list(parked["premises"])',
+                     'ids = [i for i in parked["premises"] if i in self.premises]')  # an unknown premise skipped
+@pytest.mark.planted("driftlab_guard.revalidation:Revalidator.require", "if not verdict.releases:",
+                     "if verdict.outcome >= REFRESH:")
 def test_revalidation_dominance_and_fail_closed():
     """Two failures: the dominant outcome wins (BLOCK > REPLAN); a parked premise the running code no longer
     declares BLOCKs; require() raises StaleDecision for REPLAN/BLOCK and not for REFRESH.
 
-    Planted bugs caught: the last failing premise wins instead of the most severe; an unknown premise skipped
-    (it would KEEP); require() raising on REFRESH (a safe action needlessly stopped)."""
+    Planted bugs caught: an unknown premise skipped (it would KEEP); require() raising on REFRESH (a safe action
+    needlessly stopped).  (The last failing premise winning instead of the most severe is caught by the test below:
+    here BLOCK is declared last, so the last failure is also the most severe.)"""
     source = DictSource(START_VALUES)
     guard = Revalidator(source)
     parked = guard.park(premises())
@@ -434,7 +506,8 @@ def test_revalidation_dominance_and_fail_closed():
     assert g2.require(p2).outcome == REFRESH
 
 
-@pytest.mark.parametrize("order", ["block-last", "block-first"])
+@pytest.mark.parametrize("order", ["block-last", pytest.param("block-first", marks=pytest.mark.planted(
+    REVALIDATE, "outcome = max(outcome, p.on_fail)", "outcome = p.on_fail"))])
 def test_the_most_severe_failure_wins_in_either_declaration_order(order):
     """Both premises fail on one change; BLOCK wins whether it is declared before or after the REPLAN one, and the
     witness (``failed``) names the BLOCK premise first.
@@ -455,12 +528,17 @@ def _same(now, then):
 
 
 @pytest.mark.parametrize("declare, at, problem", [
-    (lambda: Premise("p", "order.amount", _same), "declare", "not the string"),
+    pytest.param(lambda: Premise("p", "order.amount", _same), "declare", "not the string", marks=pytest.mark.planted(
+        "driftlab_guard.revalidation:Premise.__post_init__", "isinstance(self.reads, (str, bytes))", "False")),
     (lambda: Premise("p", (), _same), "declare", "at least one field"),
     (lambda: Premise("p", ("order.amount", 3), _same), "declare", "at least one field"),
     (lambda: Premise("p", ("order.amount",), "yes"), "declare", "callable"),
-    (lambda: Premise("p", ("order.amout",), _same), "park", "does not know"),
-    (lambda: Premise("p", ("order.amount",), lambda now, then: "no"), "revalidate", "not a bool"),
+    pytest.param(lambda: Premise("p", ("order.amout",), _same), "park", "does not know", marks=pytest.mark.planted(
+        "driftlab_guard.revalidation:Revalidator.park", "if unknown:", "if False:")),
+    pytest.param(lambda: Premise("p", ("order.amount",), lambda now, then: "no"), "revalidate", "not a bool",
+                 marks=pytest.mark.planted("driftlab_guard.revalidation:Premise.holds",
+                                           "if not isinstance(result, bool):",
+                                           "if not isinstance(result := bool(result), bool):")),
 ], ids=["reads-a-string", "reads-empty", "reads-not-names", "rule-not-callable", "misspelt-field", "rule-not-bool"])
 def test_a_premise_that_cannot_mean_what_it_says_is_an_error(declare, at, problem):
     """Each declaration that would otherwise revalidate to KEEP after its field changed is an error, where it
@@ -492,6 +570,9 @@ class Refund(TypedDict, total=False):
     verdict: str
 
 
+@pytest.mark.planted(REVALIDATE, 'seen: dict[str, Any] = parked["seen"]',  # the values read at resume, not at park
+                     "seen: dict[str, Any] = {r: list(v) for r, v in self.source.read(sorted({r for i in ids for r in "
+                     "self.premises[i].reads})).items()}")
 def test_revalidation_routes_a_langgraph_run_to_replan_instead_of_acting(tmp_path):
     """Layer 2 alone on a stock saver: the refund decided before the pause is re-planned after the amount changed,
     and acted on only once a fresh decision holds.
@@ -500,6 +581,7 @@ def test_revalidation_routes_a_langgraph_run_to_replan_instead_of_acting(tmp_pat
     change during the pause is invisible and the stale refund is released (acted would be 1 after one plan)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    tmp_path = fresh(tmp_path)
     source = DictSource(START_VALUES)
     guard = Revalidator(source)
 
@@ -537,6 +619,7 @@ def registry():
     return r
 
 
+@pytest.mark.planted("driftlab_guard.pinning:Pins.bind", "if bound is None and _in_subgraph():", "if False:")
 def test_pins_hold_across_a_pause_and_are_inherited_by_a_subgraph(tmp_path):
     """prompt:refund@1 is bound before the pause and redeployed as @2 during it; after the resume the parent and a
     subgraph that declares the manifest channel both read @1.  A subgraph whose state lacks the channel raises
@@ -546,6 +629,7 @@ def test_pins_hold_across_a_pause_and_are_inherited_by_a_subgraph(tmp_path):
     no manifest: the second run would return "p2" instead of raising)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    tmp_path = fresh(tmp_path)
     resources = registry()
     pins = Pins(resources)
 
@@ -584,6 +668,10 @@ def test_pins_hold_across_a_pause_and_are_inherited_by_a_subgraph(tmp_path):
                 app.invoke(Command(resume="go"), cfg)
 
 
+@pytest.mark.planted("driftlab_guard.pinning:Binding._breaks", "trial = {**self.bound, alias: version}",
+                     "trial = {**self.new, alias: version}")  # only the node's own new bindings
+@pytest.mark.planted("driftlab_guard.pinning:Pins.merge", "broken = violation(merged, self.resources.contracts)",
+                     "broken = None")  # a reducer that merges without checking
 def test_contracts_at_first_binding_and_at_fan_in():
     """First binding: with model:embed@1 bound, the live index:docs@2 (requires embed@2) is refused and the
     retained @1 bound instead; with no compatible version, ContractViolation.  Fan-in: two parallel branches that
@@ -594,6 +682,10 @@ def test_contracts_at_first_binding_and_at_fan_in():
     index:docs@2), a reducer that merges without checking (the fan-in would be admitted)."""
     resources = registry()
     resources.deploy("index:docs", 2, "d2")
+    # model:embed@2 deployed but not live: index:docs@2 alone could be bound (what it requires is deployed), so it is
+    # refused only against the bound model:embed@1, and each parallel branch below binds without error: the merge
+    # alone sees the pair break the contract
+    resources.deploy("model:embed", 2, "e2", live=False)
     pins = Pins(resources)
     b = pins.bind({"pins": {"model:embed": 1}})
     got = b.resolve("index:docs")
