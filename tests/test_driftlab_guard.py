@@ -354,11 +354,11 @@ def _resume_and_die(saver_kind, where, consumed, durability):
     _invoke(saver_kind, where, consumed, Command(resume="claimed"), durability, kill=True)
 
 
-PLANTED_CALLERS_DURABILITY = pytest.mark.planted("driftlab_guard._pregel:Invocation.make_durable",
+planted_callers_durability = pytest.mark.planted("driftlab_guard._pregel:Invocation.make_durable",
                                                  'if loop.durability == "sync":', "if True:")
 
 
-@pytest.mark.parametrize("durability", ["sync", "async", pytest.param("exit", marks=PLANTED_CALLERS_DURABILITY)])
+@pytest.mark.parametrize("durability", ["sync", "async", pytest.param("exit", marks=planted_callers_durability)])
 @pytest.mark.parametrize("saver_kind", ["sync", "async"])
 def test_consume_once_holds_in_every_durability_mode(saver_kind, durability, tmp_path):
     """The resumer consumes the value in b and is SIGKILLed in c; a recovery (invoke(None)) in the parent ends the
@@ -379,7 +379,7 @@ def test_consume_once_holds_in_every_durability_mode(saver_kind, durability, tmp
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("durability", ["async", pytest.param("exit", marks=PLANTED_CALLERS_DURABILITY)])
+@pytest.mark.parametrize("durability", ["async", pytest.param("exit", marks=planted_callers_durability)])
 @pytest.mark.parametrize("saver_kind", ["sync", "async"])
 def test_consume_once_holds_on_postgres(saver_kind, durability, pg_dsn, tmp_path):
     """The same crash on GuardedPostgresSaver and GuardedAsyncPostgresSaver (the claim and LangGraph's resume write
