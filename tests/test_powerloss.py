@@ -183,7 +183,9 @@ def test_unsynced_bytes_are_lost_and_synced_ones_kept(tmp_path):
 # ---------------------------------------------------------------------------------------------- SQLite, known answers
 #: PRAGMA takes no bound parameters: each setting is a whole literal statement, picked by name
 PRAGMAS = {"WAL": "PRAGMA journal_mode = WAL", "DELETE": "PRAGMA journal_mode = DELETE",
-           "FULL": "PRAGMA synchronous = FULL", "NORMAL": "PRAGMA synchronous = NORMAL"}
+           "FULL": "PRAGMA synchronous = FULL", "NORMAL": "PRAGMA synchronous = NORMAL",
+           "EXTRA": "PRAGMA synchronous = EXTRA"}
+STRICT = "runners.resume.lazyfs:StrictLazyFS"
 
 
 def _configure(conn: sqlite3.Connection, journal: str, sync: str) -> None:
@@ -204,11 +206,18 @@ def _commit_then_wait(db: str, journal: str, sync: str, fd: int) -> None:
     ("WAL", "NORMAL", "", False),
     ("DELETE", "FULL", "", True),
     ("WAL", "FULL", "lazyfs_planted:NoopFsync", False),
-], ids=["wal-full", "wal-normal", "delete-full", "planted-fsync-syncs-nothing"])
+    ("WAL", "FULL", STRICT, True),
+    ("DELETE", "FULL", STRICT, False),
+    ("DELETE", "EXTRA", STRICT, True),
+], ids=["wal-full", "wal-normal", "delete-full", "planted-fsync-syncs-nothing", "posix-wal-full", "posix-delete-full",
+        "posix-delete-extra"])
 def test_sqlite_through_the_lazy_fs_agrees_with_its_documentation(tmp_path, journal, sync, ops, survives):
     """SQLite's documented power-loss behaviour, through the lazy file system: with synchronous=FULL a committed
     transaction survives (WAL or rollback journal); in WAL mode with synchronous=NORMAL the newest commits may roll
     back (here: always, since nothing forces the WAL to disk); the database opens and passes integrity_check.
+    On the strict (POSIX) mode, where an unlink is durable only after its folder's fsync: a rollback-journal commit
+    at FULL may roll back, because the commit is the journal's unlink and only EXTRA fsyncs the folder after it
+    (SQLite's documentation of synchronous=EXTRA says exactly this); EXTRA keeps it; WAL at FULL keeps it.
 
     Planted bug caught: an fsync that syncs nothing (FULL's commit would be lost: the row below expects it)."""
     m = mount(tmp_path, ops)

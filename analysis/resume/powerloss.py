@@ -74,7 +74,9 @@ def report(tab: pd.DataFrame, records: pd.DataFrame) -> Section:
     cells = {(r["runtime"], f"{r['point']} ({'flushed' if r['flush_at_park'] else 'fresh'}, {r['fault']})"): verdict(r)
              for r in tab.to_dict("records")}
     notes = ["The store's folder is the lab's lazy file system (unsynced data lives in its memory; `power_loss` drops "
-             "it, `torn` keeps the last write's prefix to a 4 KiB boundary); the effect ledger, the world, is outside "
+             "it, `torn` keeps the last write's prefix to a 4 KiB boundary, `power_loss_posix` drops it on the file "
+             "system's strict mode, where a file created, renamed or unlinked since its folder's last fsync is "
+             "undone too); the effect ledger, the world, is outside "
              "it. After the loss every process of the cell is dead and the file system is mounted again; the "
              "restarted process recovers as LangGraph documents (`invoke(None)`) and re-sends the approval if the run "
              "waits for it again. `once`: the effect fired once and the run ended done with its acknowledged "

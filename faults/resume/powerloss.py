@@ -8,6 +8,9 @@ drives them through the lab's lazy file system, ``runners/resume/lazyfs.py``):
   every other unsynced byte is dropped;
 - ``flush``: everything unsynced is written (what the OS does in the
   background, given time): applied at park when the run was parked long ago.
+- ``power_loss_posix``: ``power_loss`` on the file system's strict mode
+  (``runners.resume.lazyfs.StrictLazyFS``, POSIX's reading): a file created,
+  renamed or unlinked since its folder's last fsync is also undone;
 - ``crash_only``: the control, no power loss at all: the same SIGKILL at the same point and the same remount,
   but nothing unsynced is dropped (a killed process loses nothing the OS holds, so the file system is flushed):
   beside a ``power_loss`` cell it says what the power loss itself changes.
@@ -23,9 +26,12 @@ from dataclasses import dataclass
 from vocabulary.resume import AFTER_CHECKPOINT_WRITE, AFTER_EFFECT, DURING_CHECKPOINT_WRITE
 
 POWER_LOSS, TORN, FLUSH, CRASH_ONLY = "power_loss", "torn", "flush", "crash_only"
-FAULTS = (POWER_LOSS, TORN)
+POWER_LOSS_POSIX = "power_loss_posix"
+FAULTS = (POWER_LOSS, TORN, POWER_LOSS_POSIX)
 #: what the lazy file system is told for each fault (the control's crash loses nothing: everything is synced)
-SENT = {POWER_LOSS: POWER_LOSS, TORN: TORN, CRASH_ONLY: FLUSH}
+SENT = {POWER_LOSS: POWER_LOSS, TORN: TORN, POWER_LOSS_POSIX: POWER_LOSS, CRASH_ONLY: FLUSH}
+#: the faults whose file system is mounted in strict mode (metadata durable only after its folder's fsync)
+STRICT = {POWER_LOSS_POSIX: "runners.resume.lazyfs:StrictLazyFS"}
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ import uuid
 from contextlib import closing
 from pathlib import Path
 
-from faults.resume.powerloss import BY_NAME, CRASH_ONLY, FAULTS, FLUSH, POINTS, POWER_LOSS, SENT
+from faults.resume.powerloss import BY_NAME, CRASH_ONLY, FAULTS, FLUSH, POINTS, POWER_LOSS, SENT, STRICT
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact
 from runners.processes import fork_start, kill, wait
 from runners.resume import lazyfs
@@ -212,7 +212,7 @@ def run_one(runtime: str, point_name: str, flush_at_park: bool, fault: str, scra
     world.mkdir(parents=True, exist_ok=True)
     backend = Backend("sqlite", str(mount), "pl", ledger_location=str(world))
     free_mount_point(mount)
-    with lazyfs.Mount(backing, mount) as fs:
+    with lazyfs.Mount(backing, mount, STRICT.get(fault, "")) as fs:
         pid, r = _child(_start, (runtime, backend))
         started = _read(r, WAIT_S)
         wait(pid)
@@ -352,7 +352,7 @@ def run_one_env(runtime: str, point_name: str, flush_at_park: bool, fault: str, 
     backend = Backend("sqlite", str(mount), "pl", ledger_location=str(world))
     free_mount_point(mount)
     env = _Env(runtime, backend)
-    with lazyfs.Mount(backing, mount) as fs, closing(env.rt):
+    with lazyfs.Mount(backing, mount, STRICT.get(fault, "")) as fs, closing(env.rt):
         env.rt.setup()  # the world's ledger tables (outside), the framework's own set-up (on the mount)
         started = env.must("start", run_id=RUN, input="in")
         if started["state"] != PARKED:
