@@ -23,7 +23,7 @@ from typing import Any
 
 from mechanisms.resume.base import DurableRuntime, Hooks
 from mechanisms.resume.store import CheckpointTables
-from vocabulary.resume import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,
+from vocabulary.resume import (AFTER_CHECKPOINT_WRITE, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,
                                FAILED, PARKED, PARKED_POINT, REFUSED, Backend, Checkpoint, GraphSpec, Status)
 
 NO_VALUE = object()  # "no resume value": the interrupt node parks
@@ -68,6 +68,8 @@ class LabRuntime(DurableRuntime):
             self.tables.insert(cp, origin)
             if ran:
                 self.point(DURING_CHECKPOINT_WRITE, run_id, step - 1)
+        if ran:
+            self.point(AFTER_CHECKPOINT_WRITE, run_id, step - 1)  # the save returned (the power-loss cells' point)
         return cp
 
     def status(self, cp: Checkpoint | None, run_id: str, state: str | None = None, reason: str = "") -> Status:

@@ -59,6 +59,8 @@ ROWS = {
     "langgraph[stock-durability]": "LangGraph SqliteSaver as shipped (WAL, the connection's default synchronous)",
     "langgraph": "tuning: WAL + synchronous=NORMAL (the lab's SIGKILL cells' setting)",
     "langgraph+guard[stock-durability]": "driftlab's guarded SqliteSaver as shipped, effect ledger outside",
+    "sequencer": "the lab's own sequencer as the lab runs it in its SIGKILL cells (claim and checkpoints in one SQLite "
+                 "file, WAL + synchronous=OFF: chosen for speed, never for a power loss; SQLite's default is FULL)",
 }
 #: the framework rows (issue 31 §3): each runs in its own environment through its env's fork server, exactly as
 #: ``resume_frameworks`` runs it, its store on the lazy file system as the framework ships it (nothing tuned); what
@@ -136,7 +138,7 @@ class _StopAt:
 
 
 def _pragmas(rt) -> str:
-    conn = getattr(rt, "_conn", None)
+    conn = getattr(rt, "_conn", None) or getattr(getattr(getattr(rt, "tables", None), "sql", None), "conn", None)
     try:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(conn.execute("PRAGMA synchronous").fetchone()[0])
