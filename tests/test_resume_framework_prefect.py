@@ -77,7 +77,7 @@ def test_race_k2():
     whose client read it paused just before the other's resume committed gets the server's ABORT ("Cannot resume a
     flow run that is not paused"), which resume_flow_run does not raise (it raises on REJECT only), and its engine
     then runs no task of the run: it answers the run's state with nothing consumed or fired (silently accepted: CO
-    invalid).  Either way one racer consumed the value and charged once, so EO holds.  Planted bugs this catches:
+    invalid, when the winner had consumed the value before that answer; one that answered first is not).  Either way one racer consumed the value and charged once, so EO holds.  Planted bugs this catches:
     racers whose answers are lost; an adapter that runs the flow's tasks outside Prefect's engine and its server's
     one-submission rule (two consumptions); a refusal invented by the adapter instead of Prefect's own
     NotPausedError; a CO/EO verdict that disagrees with the ledger and the racers' answers."""
@@ -96,6 +96,7 @@ def test_race_k2():
     charged = [v["op"] for v in ledger if v.get("effect") == "charge"]
     assert len(consumed) == 1 and charged == consumed and r["effects_fired"] == [1]
     winner = consumed[0]
+    consumed_at = next(v["at"] for v in ledger if v.get("kind") == "consume")
     inert = False
     for racer in racers:
         label, state = racer.value["op"], racer.value["state"]
@@ -107,7 +108,9 @@ def test_race_k2():
             assert racer.value["reason"].startswith("NotPausedError: Cannot resume a run that isn't paused"), racer
         else:
             assert state in ("done", "parked")
-            inert = True
+            # silently accepted only if the value was already consumed when it answered: a loser that answered the
+            # run's state before the winner consumed could not have been refused for it (CO's rule, either way)
+            inert = inert or racer.end is None or consumed_at <= racer.end
     assert r["co_verdict"] == ["invalid" if inert else "valid"]
     fired = [(v["task"], v["effect"]) for v in ledger if "effect" in v]
     assert len(fired) == len(set(fired)) and r["eo_verdict"] == ["valid"]
