@@ -6,11 +6,14 @@ processes and a real SIGKILL.  Each test names the planted bug it catches.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
+import tempfile
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypedDict
 
 import pytest
@@ -30,7 +33,8 @@ from psycopg.rows import dict_row  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
 from driftlab_guard import (GuardedAsyncPostgresSaver, GuardedAsyncSqliteSaver, GuardedPostgresSaver,  # noqa: E402
-                        GuardedSqliteSaver, InvalidState, OnceLedger, ResumeRefused, StateSchema, fire_once)
+                        GuardedSqliteSaver, InvalidState, OnceLedger, ResumeRefused, SqliteClaims, StateSchema,
+                        fire_once, guard)
 from runners.processes import Barrier, fork_start, wait  # noqa: E402
 
 
@@ -78,6 +82,16 @@ def pg_conn(dsn: str, schema: str):
                            options=f"-c search_path={schema}")
 
 
+def fresh(tmp_path: Path) -> Path:
+    """A new directory under ``tmp_path``: a planted variant (tests/planting.py) runs the test again with the same
+    ``tmp_path``, and must not find the first run's databases there."""
+    return Path(tempfile.mkdtemp(dir=tmp_path))
+
+
+PLAN = "driftlab_guard.consume_once:ConsumeOnce._guard_plan"
+planted_unparked_passes = pytest.mark.planted(PLAN, 'return Plan("unparked", inv, ids)', "return None")
+
+
 def sqlite_saver(path, cls=GuardedSqliteSaver):
     return cls(sqlite3.connect(str(path), check_same_thread=False))
 
@@ -114,11 +128,27 @@ def _level(registered):
     return report.conformance_level(), detected, failures
 
 
+def planted_overrides(guarded):
+    """The guarded async saver ``guarded`` with each planted override bug: (name, subclass)."""
+    class DropsReturn(guarded):  # aput must return the stored config
+        async def aput(self, config, checkpoint, metadata, new_versions):
+            await super().aput(config, checkpoint, metadata, new_versions)
+
+    class SetupUnchained(guarded):  # setup must chain to the stock setup (its tables, its migrations)
+        async def setup(self):
+            async with self.lock if hasattr(self, "lock") else contextlib.nullcontext():
+                pass
+
+    return [("drops aput's return", DropsReturn), ("setup not chained", SetupUnchained)]
+
+
 def test_conformance_kit_full_on_sqlite(tmp_path):
     """The guarded SQLite savers (async, and sync through a bridge) pass the kit at FULL, as the stock saver does.
 
     Planted bugs caught: an override that drops the stock method's return value (aput must return the stored
-    config) or does not pass task_path on (aput_writes), or a setup that does not chain to the stock setup.
+    config), or a setup that does not chain to the stock setup (each planted as a subclass of the guarded saver,
+    which must then fall short of FULL).  Not caught: an aput_writes that drops task_path (the kit does not read
+    it back: such a subclass passes at FULL).
     """
     def make(cls):
         async def factory():
@@ -128,9 +158,16 @@ def test_conformance_kit_full_on_sqlite(tmp_path):
                 yield saver
         return checkpointer_test(name=cls.__name__)(factory)
 
+    def full(cls):
+        level, caps, failures = _level(make(cls))
+        assert (level, failures) == ("FULL", {}) and caps == stock_caps, cls.__name__
+
     stock_level, stock_caps, _ = _level(make(AsyncSqliteSaver))
-    level, caps, failures = _level(make(GuardedAsyncSqliteSaver))
-    assert (stock_level, level, failures) == ("FULL", "FULL", {}) and caps == stock_caps
+    assert stock_level == "FULL"
+    full(GuardedAsyncSqliteSaver)
+    for bug, cls in planted_overrides(GuardedAsyncSqliteSaver):
+        with pytest.raises(AssertionError):  # the planted override must not pass at FULL
+            full(cls)
 
     @checkpointer_test(name="GuardedSqliteSaver(sync)")
     async def sync_factory():
@@ -145,22 +182,36 @@ def test_conformance_kit_full_on_sqlite(tmp_path):
 def test_conformance_kit_full_on_postgres(pg_dsn, pg_schema):
     """The guarded PostgreSQL savers pass the kit at FULL (with prune), as the stock AsyncPostgresSaver does.
 
-    Planted bugs caught: as on SQLite, and an AsyncPostgresSaver subclass whose setup does not chain to the
-    stock migrations (the kit's first put fails on the missing tables).
+    Planted bugs caught: as on SQLite (the same planted subclasses), among them an AsyncPostgresSaver subclass whose
+    setup does not chain to the stock migrations (the kit's first put fails on the missing tables; each planted
+    subclass runs in a schema of its own, where no earlier saver made them).
     """
-    def make(cls):
+    from runners.backends import create_schema, drop_schema
+
+    def make(cls, schema):
         async def factory():
             async with await psycopg.AsyncConnection.connect(
                     pg_dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                    options=f"-c search_path={pg_schema}") as conn:
+                    options=f"-c search_path={schema}") as conn:
                 saver = cls(conn)
                 await saver.setup()
                 yield saver
         return checkpointer_test(name=cls.__name__)(factory)
 
-    stock_level, stock_caps, _ = _level(make(AsyncPostgresSaver))
-    level, caps, failures = _level(make(GuardedAsyncPostgresSaver))
-    assert (stock_level, level, failures) == ("FULL", "FULL", {}) and caps == stock_caps and "prune" in caps
+    def full(cls, schema):
+        level, caps, failures = _level(make(cls, schema))
+        assert (level, failures) == ("FULL", {}) and caps == stock_caps and "prune" in caps, cls.__name__
+
+    stock_level, stock_caps, _ = _level(make(AsyncPostgresSaver, pg_schema))
+    assert stock_level == "FULL"
+    full(GuardedAsyncPostgresSaver, pg_schema)
+    for bug, cls in planted_overrides(GuardedAsyncPostgresSaver):
+        own = create_schema(pg_dsn, "lgguard_")
+        try:
+            with pytest.raises(AssertionError):  # the planted override must not pass at FULL
+                full(cls, own)
+        finally:
+            drop_schema(pg_dsn, own)
 
     @checkpointer_test(name="GuardedPostgresSaver(sync)")
     async def sync_factory():
@@ -208,45 +259,64 @@ def test_stock_langgraph_records_a_second_resume_and_reruns_an_addressed_one(tmp
     assert trace == ["b", "c"]
 
 
+@planted_unparked_passes
 def test_guard_refuses_repeated_resumes_before_any_node_runs_sqlite(tmp_path):
     """Head resume after the end and a resume addressed to the consumed checkpoint are both refused, no node runs.
 
-    Planted bugs caught: claiming in put_writes (LangGraph runs it in a background thread while the node already
-    runs: the trace would not be empty); a guard that only checks for conflicts and lets a resume of a checkpoint
-    with no recorded interrupt pass (the head resume would return instead of raising).
+    Planted bugs caught: a guard that only checks for conflicts and lets a resume of a checkpoint with no recorded
+    interrupt pass (the head resume would return instead of raising).  Also meant to catch, not planted (the claim
+    would move into put_writes, which calls super()): claiming in put_writes (LangGraph runs it in a background
+    thread while the node already runs: the trace would not be empty).
     """
+    tmp_path = fresh(tmp_path)
     parked, outcomes, values = _repeated(sqlite_saver(tmp_path / "g.db"))
     assert outcomes[0][1] == [] and outcomes[1] == (parked, [])
     assert values == {"x": 11, "v": "first"}
 
 
 @pytest.mark.postgres
+@planted_unparked_passes
 def test_guard_refuses_repeated_resumes_before_any_node_runs_postgres(pg_dsn, pg_schema):
     """The same on PostgreSQL (same planted bugs)."""
-    with pg_conn(pg_dsn, pg_schema) as conn:
-        saver = GuardedPostgresSaver(conn)
-        saver.setup()
-        parked, outcomes, values = _repeated(saver)
+    from runners.backends import create_schema, drop_schema
+
+    schema = create_schema(pg_dsn, "lgguard_")  # a planted rerun gets the same pg_schema: each run its own
+    try:
+        with pg_conn(pg_dsn, schema) as conn:
+            saver = GuardedPostgresSaver(conn)
+            saver.setup()
+            parked, outcomes, values = _repeated(saver)
+    finally:
+        drop_schema(pg_dsn, schema)
     assert outcomes[0][1] == [] and outcomes[1] == (parked, [])
 
 
 def test_guard_async_saver_refuses_the_second_resume(tmp_path):
     """ainvoke through GuardedAsyncSqliteSaver: the claim is taken in aget_tuple (planted bug: an async saver that
     only overrides the sync get_tuple, so ainvoke is never guarded)."""
-    async def go():
+    async def go(cls, path):
         trace: list[str] = []
-        async with aiosqlite.connect(str(tmp_path / "a.db")) as conn:
-            saver = GuardedAsyncSqliteSaver(conn)
+        async with aiosqlite.connect(str(path)) as conn:
+            saver = cls(conn)
             await saver.setup()
             app = flow_graph(trace).compile(checkpointer=saver)
             cfg = {"configurable": {"thread_id": "t"}}
             await app.ainvoke({"x": 0, "v": ""}, cfg)
             await app.ainvoke(Command(resume="first"), cfg)
             trace.clear()
-            with pytest.raises(ResumeRefused):
+            try:
                 await app.ainvoke(Command(resume="second"), cfg)
-            return trace
-    assert asyncio.run(go()) == []
+            except ResumeRefused:
+                return "refused", trace
+            return "served", trace
+
+    assert asyncio.run(go(GuardedAsyncSqliteSaver, tmp_path / "a.db")) == ("refused", [])
+
+    class SyncOnly(GuardedAsyncSqliteSaver):  # planted: the stock aget_tuple, the claim only in the sync get_tuple
+        aget_tuple = AsyncSqliteSaver.aget_tuple
+
+    with pytest.raises(AssertionError):
+        assert asyncio.run(go(SyncOnly, tmp_path / "planted.db")) == ("refused", [])
 
 
 # ---------------------------------------------------------------------------------------------- k concurrent resumers
@@ -310,20 +380,52 @@ def _resume_then_die(path: str) -> None:
     app.invoke(Command(resume="claimed"), {"configurable": {"thread_id": "t"}}, durability="exit")
 
 
+def _claim_then_die(path: str, claims_path: str) -> None:
+    class DiesAfterItsClaim(SqliteClaims):
+        def run(self, proc):
+            result = SqliteClaims.run(self, proc)
+            os.kill(os.getpid(), signal.SIGKILL)  # the claim committed, nothing of the resume written by LangGraph
+            return result
+    saver = guard(SqliteSaver(sqlite3.connect(path, check_same_thread=False)), DiesAfterItsClaim(claims_path))
+    flow_graph([]).compile(checkpointer=saver).invoke(Command(resume="claimed"), {"configurable": {"thread_id": "t"}})
+
+
+@pytest.mark.planted(PLAN, 'return Plan("replay", inv, ids)', "return None")  # the recovery does not read it
+@pytest.mark.planted("driftlab_guard.consume_once:ConsumeOnce._guard_procedure",  # the claim keeps no value
+                     "vtype, blob = self.serde.dumps_typed(plan.value)",
+                     "vtype, blob = self.serde.dumps_typed(None)")
 def test_recovery_after_sigkill_replays_the_claimed_value(tmp_path):
-    """durability="exit": the resumer is SIGKILLed in c before LangGraph persisted anything of the resume.  The
-    recovery (invoke(None)) continues with the claimed value instead of parking again; a new resume is refused.
+    """durability="exit": the resumer is SIGKILLed in c.  The recovery (invoke(None)) continues with the claimed
+    value instead of parking again; a new resume is refused.  On the guarded SqliteSaver the claim's transaction
+    also stores LangGraph's resume write (and the claimed resume is made durable), so the recovery finds the value
+    in the checkpoints; the value kept in the claim itself is what a recovery needs on the any-saver guard
+    (``guard(saver, claims)``, claims in a file of their own), whose resumer is here SIGKILLed right after its claim
+    commits, before LangGraph wrote anything of the resume.
 
     Planted bug caught: a claim that does not store the value (or a recovery that does not read it) leaves the
-    interrupt claimed and the run parked forever (liveness): the recovery would end parked, not with v="claimed".
+    interrupt claimed and the run parked forever (liveness): the any-saver recovery would end parked (or with
+    another value), not with v="claimed".
     """
-    path = str(tmp_path / "crash.db")
+    tmp = fresh(tmp_path)
+    path = str(tmp / "crash.db")
     app = flow_graph([]).compile(checkpointer=sqlite_saver(path))
     cfg = {"configurable": {"thread_id": "t"}}
     app.invoke({"x": 0, "v": ""}, cfg)
     pid = fork_start(_resume_then_die, (path,))
     assert wait(pid) == -signal.SIGKILL
     recovering = flow_graph([]).compile(checkpointer=sqlite_saver(path))
+    with pytest.raises(ResumeRefused):
+        recovering.invoke(Command(resume="late"), cfg)
+    assert recovering.invoke(None, cfg) == {"x": 11, "v": "claimed"}
+
+    any_path, claims_path = str(tmp / "any.db"), str(tmp / "claims.db")
+
+    def any_saver_app():
+        return flow_graph([]).compile(checkpointer=guard(SqliteSaver(sqlite3.connect(any_path, check_same_thread=False)),
+                                                         SqliteClaims(claims_path)))
+    any_saver_app().invoke({"x": 0, "v": ""}, cfg)
+    assert wait(fork_start(_claim_then_die, (any_path, claims_path))) == -signal.SIGKILL
+    recovering = any_saver_app()
     with pytest.raises(ResumeRefused):
         recovering.invoke(Command(resume="late"), cfg)
     assert recovering.invoke(None, cfg) == {"x": 11, "v": "claimed"}
@@ -343,6 +445,12 @@ class PM(BaseModel):
     steps: int = 0
 
 
+planted_lax = pytest.mark.planted("driftlab_guard.schema:StateSchema.problems", "strict=True", "strict=False")
+
+
+@planted_lax
+@pytest.mark.planted("driftlab_guard.consume_once:ConsumeOnce._guard_check_writes", "if self.guard_schema is not None:",
+                     "if False:")  # the pending writes not validated
 @pytest.mark.parametrize("schema", [TD, DC, PM], ids=["typeddict", "dataclass", "pydantic"])
 def test_schema_invalid_state_is_never_persisted(schema, tmp_path):
     """A node returns steps="7" (a str where the schema says int).  Stock LangGraph persists it for all three
@@ -351,6 +459,8 @@ def test_schema_invalid_state_is_never_persisted(schema, tmp_path):
     Planted bug caught: validating in pydantic's lax mode ("7" coerces to 7 and passes); validating only the
     checkpoint and not the pending writes (the write of task n is persisted first).
     """
+    tmp_path = fresh(tmp_path)
+
     def n(s):
         return {"steps": "7"}
 
@@ -379,6 +489,7 @@ def test_schema_invalid_state_is_never_persisted(schema, tmp_path):
     assert "7" not in persisted(guarded)
 
 
+@planted_lax
 def test_state_schema_is_strict():
     """StateSchema refuses a coercible value (planted bug: lax validation) and ignores LangGraph's own channels."""
     schema = StateSchema(TD)
@@ -396,15 +507,26 @@ def _effect_then_die(path: str, ledger_path: str) -> None:
     app.invoke(Command(resume="ok"), {"configurable": {"thread_id": "t"}}, durability="exit")
 
 
+CURRENT_TASK = "driftlab_guard.effects:current_task"
+
+
+@pytest.mark.planted(CURRENT_TASK, "task = f\"{meta['langgraph_step']}:{meta['langgraph_node']}\"", "task = str(conf.get('checkpoint_ns', ''))")  # by namespace
+@pytest.mark.planted(CURRENT_TASK, "task = f\"{meta['langgraph_step']}:{meta['langgraph_node']}\"", "task = str(meta.get('langgraph_checkpoint_ns', ''))")  # by task id
+@pytest.mark.planted(CURRENT_TASK, "task = f\"{meta['langgraph_step']}:{meta['langgraph_node']}\"", "task = str(__import__('os').getpid())")  # per process
+@pytest.mark.planted("driftlab_guard.effects:OnceLedger.once", "args = (str(thread_id), str(task_id), str(key))",
+                     "args = (str(thread_id), '', str(key))")  # by effect key only
 def test_effect_fires_once_across_a_sigkill_and_rerun(tmp_path):
     """c fires "charge" through fire_once, then is SIGKILLed; with durability="exit" nothing of the resume is in
     the checkpoints, so the recovery re-runs b and c from new checkpoints (new LangGraph task ids); c's "charge"
     is found done in the ledger and does not fire again.
 
-    Planted bugs caught: a ledger keyed by LangGraph's task id or the task's checkpoint namespace (new after the
-    crash: it would fire again), by effect key only (two tasks with one key would collapse: checked below), or by
-    a per-process id.
+    Planted bugs caught: a ledger keyed by a per-process id (the recovery's process would fire again), by effect
+    key only (two tasks with one key would collapse: checked below), by LangGraph's task id or the task's
+    checkpoint namespace.  These last two are caught by the key's form only ("<step>:c"): the guard makes a claimed
+    resume durable, so the recovery re-runs c from the same checkpoint, with the same task id and namespace, and
+    such a key would not fire again here (it would where c's checkpoint is not durable).
     """
+    tmp_path = fresh(tmp_path)
     path, ledger_path = str(tmp_path / "cp.db"), str(tmp_path / "effects.db")
     OnceLedger.sqlite(ledger_path).setup()
     flow_graph([]).compile(checkpointer=sqlite_saver(path)).invoke({"x": 0, "v": ""}, {"configurable": {"thread_id": "t"}})
@@ -422,6 +544,8 @@ def test_effect_fires_once_across_a_sigkill_and_rerun(tmp_path):
     assert ledger.once("t", "other-task", "charge")[0] is True
 
 
+@pytest.mark.planted(PLAN, 'kind_of_refusal="no_checkpoint") if resuming else None',
+                     'kind_of_refusal="no_checkpoint") if False else None')
 def test_resume_of_a_thread_without_checkpoint_is_refused(tmp_path):
     """What a start killed before its first durable checkpoint leaves: a thread with no checkpoint.  Stock LangGraph
     runs the graph from an empty state with the resume value; the guard refuses before any node runs.
@@ -429,7 +553,7 @@ def test_resume_of_a_thread_without_checkpoint_is_refused(tmp_path):
     Planted bug caught: a guard that lets every load without a checkpoint pass (tuple None -> no plan).
     """
     trace: list[str] = []
-    app = flow_graph(trace).compile(checkpointer=sqlite_saver(tmp_path / "empty.db"))
+    app = flow_graph(trace).compile(checkpointer=sqlite_saver(fresh(tmp_path) / "empty.db"))
     with pytest.raises(ResumeRefused, match="no checkpoint"):
         app.invoke(Command(resume="yes"), {"configurable": {"thread_id": "never-started"}})
     assert trace == []
