@@ -26,7 +26,16 @@ from langgraph.types import Command  # noqa: E402
 import driftlab_guard  # noqa: E402
 from driftlab_guard import ResumeRefused, guard  # noqa: E402
 from runners.processes import fork_start, wait  # noqa: E402
-from test_driftlab_guard import flow_graph  # noqa: E402  (tests/ is on sys.path: pytest prepends it)
+from test_driftlab_guard import flow_graph, fresh  # noqa: E402  (tests/ is on sys.path: pytest prepends it)
+
+PLAN = "driftlab_guard.consume_once:ConsumeOnce._guard_plan"
+planted_never_claims = pytest.mark.planted(PLAN, "if inv is None or inv.loop in self._guard_seen:", "if True:")
+planted_unchecked_insert = pytest.mark.planted("driftlab_guard.consume_once:claim",  # both claims succeed
+                                               "if (yield d.insert, row) is None:",
+                                               "if (yield d.insert, row) is None and False:")
+planted_keeps_no_value = pytest.mark.planted("driftlab_guard.consume_once:ConsumeOnce._guard_procedure",
+                                             "vtype, blob = self.serde.dumps_typed(plan.value)",
+                                             "vtype, blob = self.serde.dumps_typed(None)")
 
 
 def redis_client():
@@ -67,41 +76,62 @@ def store(request, tmp_path):
     cleanup(request.param, prefix)
 
 
+@planted_never_claims
+@planted_unchecked_insert
 def test_in_memory_saver_second_resume_refused_and_value_consumed_once(store, tmp_path):
-    """The in-memory saver (tests' saver): one resume served, a second refused before any node runs.
+    """The in-memory saver (tests' saver): one resume served, a second refused before any node runs, at the head
+    and addressed to the parked checkpoint (whose interrupt the second resume then tries to claim again).
 
     Planted bugs caught: a wrapper that forgets to claim (LangGraph would serve both: two values consumed); a
-    claim store that inserts without checking (both claims succeed)."""
+    claim store that inserts without checking (both claims succeed: the addressed resume would re-run b)."""
     kind, prefix = store
+    tmp_path = fresh(tmp_path)
     consumed = str(tmp_path / "consumed.txt")
     app = flow_graph(consumed, None).compile(checkpointer=guard(InMemorySaver(), claims_of(kind, tmp_path, prefix)))
     cfg = {"configurable": {"thread_id": "t"}}
     app.invoke({"x": 0, "v": ""}, cfg)
+    parked = app.get_state(cfg).config["configurable"]["checkpoint_id"]
     assert app.invoke(Command(resume="yes"), cfg) == {"x": 11, "v": "yes"}
     with pytest.raises(ResumeRefused) as refused:
         app.invoke(Command(resume="again"), cfg)
     assert refused.value.kind == "continued"
+    with pytest.raises(ResumeRefused) as addressed:
+        app.invoke(Command(resume="again"), {"configurable": {"thread_id": "t", "checkpoint_id": parked}})
+    assert addressed.value.kind == "consumed"
     assert Path(consumed).read_text().split() == ["yes"]
 
 
-def _resume_file_saver(db: str, consumed: str, kind: str, tmp: Path, prefix: str, value, kill: bool):
+def _resume_file_saver(db: str, consumed: str, kind: str, tmp: Path, prefix: str, value, kill: bool | str):
+    """``kill``: True (SIGKILL in node c), "claim" (right after the claim store ran its first procedure), False."""
     saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
-    app = flow_graph(consumed, os.getpid() if kill else None).compile(
-        checkpointer=guard(saver, claims_of(kind, tmp, prefix)))
+    claims = claims_of(kind, tmp, prefix)
+    if kill == "claim":
+        run = claims.run
+
+        def run_then_die(proc):
+            result = run(proc)
+            os.kill(os.getpid(), signal.SIGKILL)  # the claim is in the store, nothing of the resume in the saver
+            return result
+        claims.run = run_then_die
+    app = flow_graph(consumed, os.getpid() if kill is True else None).compile(checkpointer=guard(saver, claims))
     return app.invoke(value, {"configurable": {"thread_id": "t"}})
 
 
-def test_a_killed_claimant_is_continued_once_with_its_value(store, tmp_path):
-    """SqliteSaver with the claim in another store: the resumer is SIGKILLed after consuming the value (node c);
-    invoke(None) in a new process continues the run with the claimed value; a late resume is refused.
+@pytest.mark.parametrize("kill_at", [True, pytest.param("claim", marks=planted_keeps_no_value)],
+                         ids=["in-c", "after-the-claim"])
+def test_a_killed_claimant_is_continued_once_with_its_value(store, kill_at, tmp_path):
+    """SqliteSaver with the claim in another store: the resumer is SIGKILLed after consuming the value (node c), or
+    right after its claim is in the store (before LangGraph wrote anything of the resume); invoke(None) continues
+    the run with the claimed value; a late resume is refused.
 
-    Planted bug caught: a separate claim store that keeps no value (the recovery would park again and a resend
-    would be served: two consumptions), or one whose resume write the wrapper skipped (LangGraph would never see
-    the value)."""
+    Planted bug caught: a separate claim store that keeps no value (the recovery after the claim would park again
+    and a resend would be served: two consumptions).  Killed in c, the claimed resume was made durable (b's write
+    and checkpoint are in the saver), so the recovery needs no value from the store: that row alone cannot tell."""
     kind, prefix = store
+    tmp_path = fresh(tmp_path)
     db, consumed = str(tmp_path / "cp.db"), str(tmp_path / "consumed.txt")
     _resume_file_saver(db, consumed, kind, tmp_path, prefix, {"x": 0, "v": ""}, False)
-    proc = fork_start(_resume_file_saver, (db, consumed, kind, tmp_path, prefix, Command(resume="claimed"), True))
+    proc = fork_start(_resume_file_saver, (db, consumed, kind, tmp_path, prefix, Command(resume="claimed"), kill_at))
     assert wait(proc) == -signal.SIGKILL
     assert _resume_file_saver(db, consumed, kind, tmp_path, prefix, None, False) == {"x": 11, "v": "claimed"}
     with pytest.raises(ResumeRefused):
@@ -140,29 +170,49 @@ def test_async_saver_through_the_wrapper(store, tmp_path):
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    kind, prefix = store
-    consumed = str(tmp_path / "consumed.txt")
+    from driftlab_guard.claims import GuardedSaver, _Delegate
 
-    async def go():
-        async with aiosqlite.connect(str(tmp_path / "a.db")) as conn:
-            saver = AsyncSqliteSaver(conn)
-            await saver.setup()
-            app = flow_graph(consumed, None).compile(checkpointer=guard(saver, claims_of(kind, tmp_path, prefix)))
-            cfg = {"configurable": {"thread_id": "t"}}
-            await app.ainvoke({"x": 0, "v": ""}, cfg)
-            assert await app.ainvoke(Command(resume="yes"), cfg) == {"x": 11, "v": "yes"}
-            with pytest.raises(ResumeRefused):
-                await app.ainvoke(Command(resume="again"), cfg)
-    asyncio.run(go())
-    assert Path(consumed).read_text().split() == ["yes"]
+    kind, prefix = store
+
+    def second_resume(wrapper, where: Path, prefix: str) -> None:
+        consumed = str(where / "consumed.txt")
+
+        async def go():
+            async with aiosqlite.connect(str(where / "a.db")) as conn:
+                saver = AsyncSqliteSaver(conn)
+                await saver.setup()
+                app = flow_graph(consumed, None).compile(checkpointer=wrapper(saver, claims_of(kind, where, prefix)))
+                cfg = {"configurable": {"thread_id": "t"}}
+                await app.ainvoke({"x": 0, "v": ""}, cfg)
+                assert await app.ainvoke(Command(resume="yes"), cfg) == {"x": 11, "v": "yes"}
+                try:
+                    await app.ainvoke(Command(resume="again"), cfg)
+                except ResumeRefused:
+                    return "refused"
+                return "served"
+        assert asyncio.run(go()) == "refused"
+        assert Path(consumed).read_text().split() == ["yes"]
+
+    second_resume(GuardedSaver, fresh(tmp_path), prefix)
+
+    class SyncOnly(GuardedSaver):  # planted: aget_tuple delegated unclaimed, only the sync get_tuple guarded
+        aget_tuple = _Delegate.aget_tuple
+
+    with pytest.raises(AssertionError):
+        second_resume(SyncOnly, fresh(tmp_path), f"{prefix}:planted")
 
 
 @pytest.mark.postgres
+@pytest.mark.planted("driftlab_guard.claims:PostgresClaims.run", "cur = self.conn.execute(sql, params)",
+                     'cur = self.conn.execute("SELECT 1" if sql in ("BEGIN", "COMMIT", "ROLLBACK") else sql, params)')
 def test_postgres_saver_with_claims_in_postgres(pg_dsn, tmp_path):
-    """PostgresSaver wrapped with PostgresClaims in another schema: one served, a second refused.
+    """PostgresSaver wrapped with PostgresClaims in another schema: one served, a second refused; then a claim of
+    two interrupts whose second is already claimed is refused whole (its first row is not left behind).
 
     Planted bug caught: PostgresClaims running the claim outside a transaction (a conflict would leave half a
-    claim)."""
+    claim: the first interrupt claimed by a resume that was refused)."""
+    from driftlab_guard.consume_once import claim
+
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg import sql
@@ -171,7 +221,7 @@ def test_postgres_saver_with_claims_in_postgres(pg_dsn, tmp_path):
     from runners.backends import create_schema, drop_schema
 
     schema = create_schema(pg_dsn, "dgany_")
-    consumed = str(tmp_path / "consumed.txt")
+    consumed = str(fresh(tmp_path) / "consumed.txt")
     try:
         with psycopg.connect(pg_dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn, \
                 psycopg.connect(pg_dsn, autocommit=True) as claims_conn:
@@ -185,6 +235,14 @@ def test_postgres_saver_with_claims_in_postgres(pg_dsn, tmp_path):
             assert app.invoke(Command(resume="yes"), cfg) == {"x": 11, "v": "yes"}
             with pytest.raises(ResumeRefused):
                 app.invoke(Command(resume="again"), cfg)
+            store = driftlab_guard.PostgresClaims(claims_conn, schema=schema)
+
+            def row(iid):  # (thread, namespace, interrupt, checkpoint, claimant, value type, value, claimed at)
+                return ("two", "", iid, "cp", "first", "str", b"v", 0.0)
+            assert store.run(claim(store.dialect, [row("b")], None)) is None
+            assert store.run(claim(store.dialect, [row("a"), row("b")], None)) == ("first", "cp")  # b: a conflict
+            assert claims_conn.execute("SELECT interrupt_id FROM driftlab_guard_claims WHERE thread_id = 'two'"
+                                       ).fetchall() == [("b",)]
     finally:
         drop_schema(pg_dsn, schema)
     assert Path(consumed).read_text().split() == ["yes"]
