@@ -45,6 +45,9 @@ def test_ssi_history_of_each_witness_is_valid(anomaly):
     assert all(r.verdict is Verdict.VALID for r in results.values())
 
 
+@pytest.mark.planted("analysis.isolation.checkers:ContextEscape.scan",
+                     "tuple(sorted({s0, f.spawned_at, *[o.index for o in _deploys_between(ops, x, s0, op.index)], "
+                     "op.index}))", "()")
 def test_witness_prose_names_the_steps():
     """The context-escape witness says, step by step, what happened (planted bug: witnesses without steps)."""
     h = history_of("witness_context_escape")
@@ -57,6 +60,8 @@ def test_witness_prose_names_the_steps():
     assert "#5 T1.c resolve" in r.prose(h)
 
 
+@pytest.mark.planted("analysis.isolation.checkers:ReadSkew.scan", 'if op.name != "resolve" or op.status != "ok" or',
+                     'if op.name != "resolve" or')
 def test_read_skew_counts_only_successful_resolutions():
     """A refused resolution binds nothing (planted bug: counting status 'fail' operations as reads)."""
     ops = (Operation(1, "T1", "resolve", "ok", 1, 1, {"workflow": "T1", "identity": "prompt:p", "version": 1}),
@@ -64,6 +69,7 @@ def test_read_skew_counts_only_successful_resolutions():
     assert CHECKERS[READ_SKEW].check(History("isolation", ops, {"contracts": []})).verdict is Verdict.VALID
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_Base.check", "if indeterminate:", "if False:")
 def test_indeterminate_resolution_makes_unknown_not_valid():
     """Unknown is never counted as valid (planted bug: skipping indeterminate operations and answering valid)."""
     ops = (Operation(1, "T1", "resolve", "ok", 1, 1, {"workflow": "T1", "identity": "prompt:p", "version": 1}),
@@ -72,6 +78,7 @@ def test_indeterminate_resolution_makes_unknown_not_valid():
     assert all(c.check(h).verdict is Verdict.UNKNOWN for c in CHECKERS.values())
 
 
+@pytest.mark.planted("analysis.isolation.checkers:_contracts", "return None", "return []")  # no contracts read as none declared
 def test_missing_contracts_make_contract_checks_unknown():
     """A history without declared contracts cannot be judged for compatibility (planted bug: treat as none declared)."""
     h = history_of("witness_read_skew", "SSI")
@@ -81,6 +88,7 @@ def test_missing_contracts_make_contract_checks_unknown():
     assert CHECKERS[READ_SKEW].check(bare).verdict is Verdict.VALID
 
 
+@pytest.mark.planted("vocabulary:history_to_jsonl", '"meta": history.meta}', '"meta": {}}')
 def test_a_users_exported_history_round_trips_through_jsonl():
     """``driftlab check`` reads the JSON Lines format: same verdicts after a round trip (planted bug: lost meta)."""
     h = history_of("fixed_schedule")
