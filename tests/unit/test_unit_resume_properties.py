@@ -68,20 +68,20 @@ def test_fork_determinism_compares_with_the_graph_from_the_forked_checkpoint():
         "['prepare:None', 'approve:yes', 'act:yes', 'notify:yes']."))], "1 forks resumed to the end; 1 violation(s)")
 
 
-def _fd(old, new):
+def planted_fd(old, new):
     return pytest.mark.planted("analysis.resume.checkers:ForkDeterminism.judge", old, new)
 
 
 @pytest.mark.parametrize("rows", [
-    pytest.param(FORK, marks=_fd("or not v.done(run):", ":")),                      # not done
+    pytest.param(FORK, marks=planted_fd("or not v.done(run):", ":")),                      # not done
     FORK[:2] + [cp("f1", 4, {**DONE, "approval": "no"}, 3.0)],                    # never resumed
     pytest.param([FORK[0], call("resume", "f1", "a", "refused", "yes", start=2, end=3),
                   cp("f1", 4, {**DONE, "approval": "no"}, 3)],
-                 marks=_fd('and c.value.get("state") != REFUSED]', "]")),        # refused
+                 marks=planted_fd('and c.value.get("state") != REFUSED]', "]")),        # refused
     FORK[:2] + [call("resume", "f1", "a", None, "yes", status=INDET, start=2), cp("f1", 4, {**DONE, "approval": "no"}, 3)],
     pytest.param([call("fork", "f1", "fk", None, status=INDET, start=0.5), *FORK[1:],
                   cp("f1", 4, {**DONE, "approval": "no"}, 3)],
-                 marks=_fd('c.name == FORK and c.status == "ok"]', "c.name == FORK]")),  # a killed fork
+                 marks=planted_fd('c.name == FORK and c.status == "ok"]', "c.name == FORK]")),  # a killed fork
     [FORK[0], call("resume", "f1", "a", "done", "yes", start=2, end=3)],          # no checkpoint at all for the fork
     [*FORK, cp("f2", 4, {**DONE, "approval": "no"}, 3.0)],                        # another run is done
 ])
