@@ -124,6 +124,9 @@ def test_omission_expectation_is_p_times_the_share_that_matters():
     assert bool(row["within_expected"]) == (row["expected_low"] <= 0.1 <= row["expected_high"])
 
 
+@pytest.mark.planted("analysis.revalidation.omission:report",
+                     'paper = paper_rate(t["mechanism"], t["linking"], t["rate"])',
+                     'paper = paper_rate(t["mechanism"], "exact", t["rate"])')
 def test_omission_report_sets_each_published_rate_beside_its_own_cell():
     """Bug class: a report row that sets a published number beside the wrong measured cell (another rate, another
     linking or another mechanism)."""
@@ -190,6 +193,9 @@ def test_contract_omission_expectation_uses_the_contracts_that_matter_in_the_rep
     assert "95% CI" in section.rows[0]["ours"]
 
 
+@pytest.mark.planted("figures.isolation.contract_omission:draw",
+                     'k = int(records["contracts_that_matter"].max())',
+                     'k = int(records["contracts"].max())')
 def test_contract_omission_expectation_uses_the_contracts_that_matter_in_the_figure(tmp_path, monkeypatch):
     """Bug class: an expectation formula with the wrong parameter in the figure (the dotted expectation line drawn
     with all declared contracts)."""
@@ -233,6 +239,9 @@ def test_saturation_is_effects_over_k_not_over_served():
     assert tab.loc[("naive", 4), "repetitions"] == 2 and tab.loc[("naive", 4), "effects_fired_mean"] == 3.0
 
 
+@pytest.mark.planted("analysis.resume.concurrency:report",
+                     'published.get((b, int(k), float(j)), ref',
+                     'published.get((b, 2, float(j)), ref')
 def test_concurrency_report_sets_published_saturation_beside_its_own_cell():
     """Bug class: a report row that sets a published number beside the wrong measured cell (another k, another
     backend, or another runtime than the one the paper measured)."""
@@ -255,6 +264,9 @@ def test_concurrency_report_sets_published_saturation_beside_its_own_cell():
 
 
 # ------------------------------------------------------------------ controlled outcomes
+@pytest.mark.planted("analysis.revalidation.outcomes:report",
+                     'p = paper_value("revalidation_outcomes", mechanism=m, metric=metric)',
+                     'p = paper_value("revalidation_outcomes", mechanism="ATR", metric=metric)')
 def test_outcomes_report_sets_each_published_count_beside_its_own_mechanism_and_metric():
     """Bug class: a report row that sets a published number beside the wrong measured cell (another mechanism's
     or another metric's count)."""
@@ -280,6 +292,9 @@ def test_outcomes_report_sets_each_published_count_beside_its_own_mechanism_and_
 
 
 # ------------------------------------------------------------------ latency points
+@pytest.mark.planted("analysis.revalidation.scaling:table",
+                     'median, low, high = median_ci(g["latency_us"])',
+                     'median, low, high = median_ci(g["latency_us"], level=0.5)')
 def test_scaling_table_interval_columns_bracket_the_median():
     """Bug class: interval columns asserted nowhere: each latency point's interval brackets its median and is the
     95% order-statistic interval of its own repetitions."""
@@ -312,6 +327,9 @@ def two_mechanism_records() -> pd.DataFrame:
 GOLDEN_CONTRACT_OMISSION = "# h\n\n## Contract omission: incompatible combinations SSI admits (`isolation_contract_omission`)\n\n| metric | ours | paper | difference |\n|---|---|---|---|\n| SSI, p = 0%: share of executions admitting an incompatible combination | 0.00% (0 of 20; 95% CI 0.00%-16.84%) | not published | n/a |\n| SSI+inference, p = 0%: share of executions admitting an incompatible combination | 0.00% (0 of 20; 95% CI 0.00%-16.84%) | not published | n/a |\n| SSI, p = 10%: share of executions admitting an incompatible combination | 20.00% (4 of 20; 95% CI 5.73%-43.66%) | not published | n/a |\n| SSI+inference, p = 10%: share of executions admitting an incompatible combination | 0.00% (0 of 20; 95% CI 0.00%-16.84%) | not published | n/a |\n\nNot in the paper: the fault makes its declaration assumption fail at a known rate.\n\nEach of the 5 declared contracts of `omission_pipeline` is dropped with probability p (seeded, per\nexecution) from what the mechanism sees; the compatibility-skew checker judges by all of them. 3 of\nthe 5 contracts matter (dropping one alone lets SSI admit an incompatible pair; measured by\nrunning), so SSI's failure rate should track 1 - (1 - p)^k: a guarantee over declared contracts\ndegrades exactly with the declarations. Intervals are exact (Clopper-Pearson).\n\n| p | measured | expected 1-(1-p)^k | 95% interval of expectation | inside |\n|---|---|---|---|---|\n| 0% | 0.00% | 0.00% | 0.00%-0.00% | yes |\n| 0% | 0.00% | 0.00% | 0.00%-0.00% | yes |\n| 10% | 20.00% | 27.10% | 10.00%-45.00% | yes |\n| 10% | 0.00% | 27.10% | 10.00%-45.00% | **no** |\n"
 
 
+@pytest.mark.planted("analysis.isolation.contract_omission:report",
+                     'e = expected(records, r.rate)',
+                     'e = expected(records, tab.rate.max())')
 def test_contract_omission_report_per_mechanism_and_rate_as_rendered():
     """Bug classes: a report row that sets a number beside the wrong cell (another mechanism's or another rate's
     share, count or interval), and an expectation with the wrong parameter (k of another rate): the whole rendered
