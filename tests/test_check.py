@@ -9,6 +9,8 @@ a checker or CLI that counts an indeterminate operation as valid (exit 0 instead
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -31,6 +33,15 @@ def race_history(tmp_path_factory) -> Path:
     histories = sorted((out / "histories" / "revalidation_races").glob("*pairs*target_cas*.jsonl"))
     assert histories, "race cells store their histories"
     return histories[0]
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    """``driftlab ARGS`` in this process: (exit code, stdout, stderr).  Captured here rather than with capsys: a
+    planted variant (tests/planting.py) runs the test again after pytest's capture of the test has ended."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
 
 
 def lines(path: Path) -> list[dict]:
@@ -153,6 +164,10 @@ def test_partitions_judged_apart_give_the_whole_files_verdicts(race_history, iso
     assert passes[race_history.name, False] == {2}, "without edges, a pair cut by a chunk's end takes a second pass"
 
 
+@pytest.mark.planted("vocabulary.schema:Validator.__init__",  # every optional key marked required
+                     "self.keys = {op.name: op.keys + schema.common for op in schema.operations}",
+                     "self.keys = {op.name: tuple(__import__('dataclasses').replace(k, required='always') "
+                     "if k.required == 'optional' else k for k in op.keys + schema.common) for op in schema.operations}")
 def test_the_labs_own_histories_pass_the_validator(race_history, isolation_histories, resume_history):
     """Planted bug: a declaration stricter than the lab's own writers (a key the runtime leaves out marked required,
     a type it writes refused), so `driftlab check` refuses the lab's own histories."""
@@ -160,15 +175,19 @@ def test_the_labs_own_histories_pass_the_validator(race_history, isolation_histo
         check(path)  # raises DriftlabError (exit 2) on any line the declaration refuses
 
 
-def test_json_format_carries_the_verdicts_and_the_witnessed_operations(race_history, tmp_path, capsys):
+@pytest.mark.planted("runners.check:Outcome.json", "for w in r.witnesses]}", "for w in r.witnesses][:0]}")
+@pytest.mark.planted("runners.check:Outcome.json", '"operations": [self.named[i] for i in w.steps if i in self.named]',
+                     '"operations": []')
+@pytest.mark.planted("runners.check:Outcome.json", '"verdict": self.verdict.value', '"verdict": "valid"')
+def test_json_format_carries_the_verdicts_and_the_witnessed_operations(race_history, tmp_path):
     """Planted bugs: JSON output that drops witnesses or the operations they name, or whose verdict disagrees with
     the prose and the exit code."""
     rows = lines(race_history)
     refused = first_refused_commit(rows)
     refused["status"] = "ok"
     path = write(tmp_path / "double.jsonl", rows)
-    code = main(["check", str(path), "--format", "json"])
-    doc = json.loads(capsys.readouterr().out)
+    code, out, _ = cli("check", str(path), "--format", "json")
+    doc = json.loads(out)
     assert code == 1 and doc["verdict"] == "invalid" and doc["family"] == "revalidation"
     assert doc["operations"] == len(rows) - 1 and doc["partitions"] > 1
     pair = next(c for c in doc["checkers"] if c["checker"] == "one_commit_per_pair")
@@ -178,21 +197,25 @@ def test_json_format_carries_the_verdicts_and_the_witnessed_operations(race_hist
     assert [o["index"] for o in witness["operations"]] == witness["steps"]
     assert any(o == {k: refused[k] for k in ("index", "actor", "op", "status", "start", "end", "value")}
                for o in witness["operations"])
-    assert main(["check", str(path)]) == 1 and "verdict: invalid" in capsys.readouterr().out
+    code, out, _ = cli("check", str(path))
+    assert code == 1 and "verdict: invalid" in out
 
 
-def test_allow_unknown_ops_accepts_extra_operations_and_says_so(tmp_path, capsys):
+@pytest.mark.planted("vocabulary.schema:Validator._undeclared", "if not self.allow_unknown:", "if True:")
+@pytest.mark.planted("runners.cli:cmd_check", "if outcome.plan.unknown:", "if False:")
+def test_allow_unknown_ops_accepts_extra_operations_and_says_so(tmp_path):
     """Planted bugs: --allow-unknown-ops ignored (the history refused), or undeclared operations accepted silently."""
     head = {"history": 1, "family": "isolation", "meta": {"contracts": []}}
     ops = [{"index": 1, "actor": "T1", "op": "start", "status": "ok", "start": 1, "end": 1, "value": {"workflow": "T1"}},
            {"index": 2, "actor": "T1", "op": "note", "status": "ok", "start": 2, "end": 2, "value": {"text": "hi"}}]
     path = write(tmp_path / "h.jsonl", [head, *ops])
-    assert main(["check", str(path)]) == 2 and "'note' is not an operation" in capsys.readouterr().err
-    assert main(["check", str(path), "--allow-unknown-ops"]) == 0
-    captured = capsys.readouterr()
-    assert "verdict: valid" in captured.out and "note (1)" in captured.err
+    code, _, err = cli("check", str(path))
+    assert code == 2 and "'note' is not an operation" in err
+    code, out, err = cli("check", str(path), "--allow-unknown-ops")
+    assert code == 0 and "verdict: valid" in out and "note (1)" in err
 
 
+@pytest.mark.planted("vocabulary.schema:HistorySchema.markdown", "if self.partition:", "if False:")
 def test_the_readme_tables_are_the_declared_formats():
     """Planted bug: the docs' per-family operation table drifting from the declaration the validator uses."""
     readme = (Path(__file__).resolve().parent.parent / "docs" / "histories.md").read_text()
@@ -202,8 +225,15 @@ def test_the_readme_tables_are_the_declared_formats():
             f"run `./dev python -m runners.check --readme` to regenerate it")
 
 
-@pytest.mark.parametrize("cell", ["replay_past_checkpoint", "update_undeclared_key", "pydantic_invalid_next",
-                                  "second_resume_by_id", "parallel_sibling_done", "crash_resume_after_effect_act"])
+planted_undeclared = pytest.mark.planted("vocabulary.schema:Validator.__init__",  # replay and update undeclared
+                                         "for op in schema.operations}",
+                                         "for op in schema.operations if op.name not in ('replay', 'update')}")
+
+
+@pytest.mark.parametrize("cell", [pytest.param("replay_past_checkpoint", marks=planted_undeclared),
+                                  pytest.param("update_undeclared_key", marks=planted_undeclared),
+                                  "pydantic_invalid_next", "second_resume_by_id", "parallel_sibling_done",
+                                  "crash_resume_after_effect_act"])
 def test_the_frameworks_histories_pass_the_validator(cell, tmp_path):
     """Issue 24 §7: every operation the lab writes is declared; a real framework's history of each framework-only
     cell (LangGraph's replay and update included) is validated and judged, never refused (planted bug: `replay` and
@@ -218,6 +248,7 @@ def test_the_frameworks_histories_pass_the_validator(cell, tmp_path):
     assert outcome.results and outcome.verdict.value in ("valid", "invalid")
 
 
+@pytest.mark.planted("runners.check:settle", "first_index <= previous", "first_index < previous")
 @pytest.mark.parametrize("chunk", [64, 200, 700])
 def test_a_repeated_index_is_refused_wherever_the_chunks_cut(chunk, resume_history, tmp_path):
     """Issue 24 §7: an operation whose index repeats the one before it is refused at every chunk size, a chunk
