@@ -24,6 +24,9 @@ FRAMEWORKS = ("langgraph@1.2.9", "langgraph@1.2.24")
 
 
 # ---------------------------------------------------------------------------------------------- the protocol
+@pytest.mark.planted("mechanisms.resume.frameworks.protocol:Graph.apply",
+                     'new["steps"] = (steps + 1) if isinstance(steps, int) else steps',
+                     'new["steps"] = (steps + 2) if isinstance(steps, int) else steps')
 def test_protocol_semantics_equal_the_lab_graph():
     """The env's node semantics and names are the lab's (planted bug: protocol.Graph.apply or a point name drifting
     from vocabulary.resume, so that a framework doing exactly what the graph says is judged a violation)."""
@@ -63,8 +66,13 @@ def _ledger(folder: str, ns: str) -> None:
     conn.close()
 
 
-@pytest.mark.parametrize("read_line", [protocol._read_line, __import__("runners.processes").processes.read_line],
-                         ids=["env server", "lab"])
+@pytest.mark.parametrize("read_line", [
+    pytest.param(protocol._read_line, id="env server", marks=pytest.mark.planted(
+        "mechanisms.resume.frameworks.protocol:_read_line", "if not select.select([fd], [], [], left)[0]:",
+        "if left <= 0 or not select.select([fd], [], [], left)[0]:")),
+    pytest.param(__import__("runners.processes").processes.read_line, id="lab", marks=pytest.mark.planted(
+        "runners.processes:read_line", "if not select.select([fd], [], [], left)[0]:",
+        "if left <= 0 or not select.select([fd], [], [], left)[0]:"))])
 def test_a_spent_race_deadline_still_reads_the_answers_already_written(read_line):
     """A race reads its k racers against one deadline, so a late reader may have no time left: it must still take
     a line already in the pipe (planted bug: a spent deadline reported every later racer as silent, or the old
@@ -79,6 +87,9 @@ def test_a_spent_race_deadline_still_reads_the_answers_already_written(read_line
         os.close(wfd)
 
 
+@pytest.mark.planted("mechanisms.resume.frameworks.protocol:Server._child",
+                     'if head.get("state") != result["state"]:',
+                     'if False:')
 def test_swallowed_exception_is_not_a_pass(tmp_path):
     """An adapter that swallows an exception and answers 'done' is reported as an error, which stops the lab's run
     (issue 24 §1; planted bug: a server that trusts the adapter's answer, so a crashed framework scores as a
@@ -92,6 +103,9 @@ def test_swallowed_exception_is_not_a_pass(tmp_path):
     assert "adapter answered 'done'" in reply["error"] and "'refused'" in reply["error"]
 
 
+@pytest.mark.planted("mechanisms.resume.frameworks.protocol:KillAtPoint.point",
+                     'os.write(self.wfd, b"R\\n")',
+                     'raise RuntimeError("a crash that unwinds")')
 def test_crash_point_is_a_real_sigkill(tmp_path):
     """A crash point kills the call's child with signal 9 (planted bug: an adapter hook that raises or returns, so a
     'crash' unwinds finally-blocks and closes transactions that a real SIGKILL would leave open)."""
@@ -142,6 +156,9 @@ def test_server_learns_what_its_children_imported_and_survives_what_it_cannot_im
 
 
 # ---------------------------------------------------------------------------------------------- the environments
+@pytest.mark.planted("runners.resume.envs:folder_of",
+                     'hashlib.sha256(lock + "\\0".join(SYNC).encode())',
+                     'hashlib.sha256("\\0".join(SYNC).encode())')
 def test_env_is_built_from_its_lock_once_and_reused(tmp_path, monkeypatch):
     """A second use of an env reuses the folder keyed by its lock's hash, and records the installed versions
     (planted bug: a cache keyed by name only, so a changed lock or build command silently reuses the old env, or a
