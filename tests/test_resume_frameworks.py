@@ -275,6 +275,9 @@ def test_race_k2_forks_two_racers_from_the_env_server(runtime):
 
 
 # ---------------------------------------------------------------------------------------------- REMIT
+@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge",
+                     'and self.refusal_required:',
+                     ':')
 def test_remit_two_readings_of_a_stray_second_resume():
     """REMIT makes a stray second resume inert (accepted, no effect): the lab's CO (refusal required) says invalid,
     REMIT's reading says valid, and both are recorded (planted bug: scoring one guard by the other's definition)."""
@@ -298,6 +301,9 @@ def test_remit_gate_serves_one_of_two_racers():
     assert r["effects_fired"] == [1] and r["served"] == [1] and r["refused"] == [1]
 
 
+@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge",
+                     'if fired:',
+                     'if fired and self.refusal_required:')
 def test_co_read_two_ways_never_forgives_a_refired_effect():
     """REMIT's reading of CO forgives only an inert stray resume; the lab's CO keeps its refusal clause (planted bugs:
     an inert reading that also forgives a stray resume re-firing the gated effect, or a lab CO that lost the
@@ -328,6 +334,9 @@ def test_framework_only_cells_are_na_with_a_reason_for_the_lab_runtimes(cell, re
     assert all(reason in w for w in records["witness"])
 
 
+@pytest.mark.planted("runners.resume.frameworks:ResumeFrameworks.waits",
+                     'return not cell.p["k"] and d is not None and bool(d.fault_cells_wait)',
+                     'return d is not None and bool(d.fault_cells_wait)')
 def test_only_fault_cells_of_a_runtime_declaring_that_they_wait_run_beside_the_computing_ones():
     """Temporal declares that its fault cells wait out its activity timeout: those, and nothing else, run in the
     waiting lane (planted bugs: a race marked waiting, whose saturation then depends on a more loaded machine; the
