@@ -27,6 +27,7 @@ def _ledger(history, name: str) -> list:
     return [op for op in history.operations if op.name == name]
 
 
+@pytest.mark.planted("analysis.resume.checkers:EffectExactlyOnce.judge", "if len(rows) > 1:", "if len(rows) > 2:")
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_fault_cell_sigkill_after_gated_effect(runtime):
     """SIGKILL after the gated effect (charge) of a resume, recovery in a new process, then the lab's retry of the

@@ -8,6 +8,8 @@ adapter fails, whatever the release under test does.
 """
 from __future__ import annotations
 
+import pytest
+
 from collections import Counter
 
 from test_resume_framework_adapters import _fault
@@ -23,6 +25,7 @@ def _ledger(history, name: str) -> list:
     return [op for op in history.operations if op.name == name]
 
 
+@pytest.mark.planted("analysis.resume.checkers:EffectExactlyOnce.judge", "if len(rows) > 1:", "if len(rows) > 2:")
 def test_fault_cell_sigkill_after_gated_effect():
     """SIGKILL after the gated effect (charge) of a resume, recovery in a new process.  The kill is a real signal 9
     of the resume's own process; the recovery is ADK's resume of the session's newest invocation

@@ -9,6 +9,8 @@ and the call that wrote them), so a wrong lab fails; the assertions marked "the 
 """
 from __future__ import annotations
 
+import pytest
+
 from test_resume_framework_adapters import _fault, _fired
 
 RUNTIME = "openai-agents@0.24"
@@ -20,6 +22,7 @@ def _rows(history, name: str, **match) -> list[dict]:
             if op.name == name and all(op.value.get(k) == v for k, v in match.items())]
 
 
+@pytest.mark.planted("analysis.resume.checkers:EffectExactlyOnce.judge", "if len(rows) > 1:", "if len(rows) > 2:")
 def test_fault_cell_sigkill_after_gated_effect():
     """SIGKILL after the gated effect (charge) of a resume, recovery in a new process.  Planted bugs caught: a
     'crash' that unwinds or returns instead of dying (no kill recorded, or the resume saves its finished state and
