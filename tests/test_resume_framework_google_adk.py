@@ -8,9 +8,9 @@ adapter fails, whatever the release under test does.
 """
 from __future__ import annotations
 
-import pytest
-
 from collections import Counter
+
+import pytest
 
 from test_resume_framework_adapters import _fault
 
