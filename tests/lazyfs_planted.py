@@ -22,3 +22,27 @@ class RenameDropsShadow(LazyFS):
             self.shadows.pop(old, None)
             self.shadows.pop(new, None)
         return 0
+
+
+class WritesThrough(LazyFS):
+    """Planted: every write reaches the backing file and is synced at once (nothing unsynced to lose)."""
+
+    def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
+        n = super().write(path, data, offset, fh)
+        with self.lock:
+            self._sync(path)
+        return n
+
+
+class KeepsShadow(LazyFS):
+    """Planted: a power loss that keeps the unsynced data (and later writes it out)."""
+
+    def power_loss(self) -> None:
+        self.flush()
+
+
+class TornKeepsAll(LazyFS):
+    """Planted: a torn write that keeps the whole write instead of its prefix to a 4 KiB boundary."""
+
+    def torn(self) -> None:
+        self.flush()

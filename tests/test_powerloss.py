@@ -154,12 +154,9 @@ def test_through_fuse_a_flushed_run_equals_a_plain_folder(tmp_path):
         m.stop()
 
 
-def test_unsynced_bytes_are_lost_and_synced_ones_kept(tmp_path):
-    """Write without fsync, lose power: gone; write with fsync: kept; torn keeps a 4 KiB-aligned prefix.
-
-    Planted bugs caught: a file system that writes through (nothing would be lost), a power loss that keeps the
-    shadow, a torn write that keeps everything or nothing."""
-    m = mount(tmp_path)
+def check_unsynced(tmp: Path, ops: str = "") -> None:
+    """Write without fsync, lose power: gone; write with fsync: kept; torn keeps a 4 KiB-aligned prefix."""
+    m = mount(tmp, ops)
     try:
         (m.point / "kept").write_bytes(b"k" * 100)
         fd = os.open(m.point / "kept", os.O_RDWR)
@@ -178,6 +175,18 @@ def test_unsynced_bytes_are_lost_and_synced_ones_kept(tmp_path):
         assert (m.point / "torn").read_bytes() == b"t" * 8192  # the write's prefix to its last 4 KiB boundary
     finally:
         m.stop()
+
+
+def test_unsynced_bytes_are_lost_and_synced_ones_kept(tmp_path):
+    """Write without fsync, lose power: gone; write with fsync: kept; torn keeps a 4 KiB-aligned prefix.
+
+    Planted bugs caught (each a file system of tests/lazyfs_planted.py, run through the same check): a file system
+    that writes through (nothing would be lost), a power loss that keeps the shadow, a torn write that keeps
+    everything."""
+    check_unsynced(tmp_path / "real")
+    for planted in ("WritesThrough", "KeepsShadow", "TornKeepsAll"):
+        with pytest.raises(AssertionError):
+            check_unsynced(tmp_path / planted, f"lazyfs_planted:{planted}")
 
 
 # ---------------------------------------------------------------------------------------------- SQLite, known answers
@@ -247,6 +256,8 @@ def test_sqlite_through_the_lazy_fs_agrees_with_its_documentation(tmp_path, jour
 
 
 # ---------------------------------------------------------------------------------------------- clean-up, cells
+@pytest.mark.planted("runners.resume.powerloss:ResumePowerloss.check", "for left in lazyfs.leftovers():",
+                     "for left in []:")
 def test_a_killed_servers_mount_is_removed_by_the_next_run(tmp_path, capsys):
     """A lazy file system whose server was SIGKILLed stays mounted (a dead endpoint); the next run's check removes
     it and names it in one line.
@@ -258,15 +269,21 @@ def test_a_killed_servers_mount_is_removed_by_the_next_run(tmp_path, capsys):
     m = mount(tmp_path)
     os.kill(m.proc.pid, signal.SIGKILL)
     m.proc.wait()
-    assert str(m.point) in lazyfs.leftovers()
-    ResumePowerloss().check(Options())
-    assert str(m.point) not in lazyfs.leftovers()
-    assert f"removed a lazy file system a killed run left mounted at {m.point}" in capsys.readouterr().out
-    m.proc = None
-    m.stop()
+    try:
+        assert str(m.point) in lazyfs.leftovers()
+        ResumePowerloss().check(Options())
+        assert str(m.point) not in lazyfs.leftovers()
+        assert f"removed a lazy file system a killed run left mounted at {m.point}" in capsys.readouterr().out
+    finally:  # the test's own mount never outlives it (a planted variant leaves it mounted)
+        if str(m.point) in lazyfs.leftovers():
+            lazyfs.unmount(str(m.point))
+        m.proc = None
+        m.stop()
 
 
-@pytest.mark.parametrize("point", ["after_effect", "after_save_returned", "after_done"])
+@pytest.mark.parametrize("point", ["after_effect", "after_save_returned", pytest.param(
+    "after_done", marks=pytest.mark.planted("runners.resume.powerloss:run_one", "fs.send(SENT[fault])",
+                                            "fs.send(FLUSH)"))])
 def test_the_guard_keeps_the_approved_effect_to_one_across_a_power_loss(tmp_path, point):
     """driftlab's guard at its stock durability, the power lost at each point of the resume path: the effect fires
     once, the run ends done, acknowledged progress is kept.
