@@ -15,7 +15,7 @@ from runners.isolation.workflow_runtime import Runtime, judge, run_scenario
 from scenarios import load_scenarios
 from vocabulary import Verdict
 from vocabulary.isolation import (COMPATIBILITY_SKEW, CONTEXT_ESCAPE, MERGE_SKEW, READ_SKEW, Contract,
-                                  Contracts, Manifest, Registry, all_combinations)
+                                  Contracts, Guarantees, Manifest, Registry, all_combinations)
 
 SCENARIOS = load_scenarios((), family="isolation")["isolation"]
 WITNESS = {s.anomaly: s for s in SCENARIOS.values() if s.anomaly}
@@ -40,10 +40,18 @@ def test_each_combination_prevents_exactly_what_its_guarantees_cover(g):
 
 def test_named_profiles_are_the_papers_combinations():
     """SRC <S0,C0,I0>, RSR <S1,C0,I0>, CR <S0,C1,I1>, SSI <S1,C1,I1> (planted bug: CR with S1 would refuse merge skew)."""
-    labels = {n: resolve(n, "isolation").guarantees.label for n in ("SRC", "RSR", "CR", "SSI")}
-    assert labels == {"SRC": "S0C0I0", "RSR": "S1C0I0", "CR": "S0C1I1", "SSI": "S1C1I1"}
+    def papers_combinations():
+        labels = {n: resolve(n, "isolation").guarantees.label for n in ("SRC", "RSR", "CR", "SSI")}
+        assert labels == {"SRC": "S0C0I0", "RSR": "S1C0I0", "CR": "S0C1I1", "SSI": "S1C1I1"}
+
+    papers_combinations()
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(AssertionError):  # planted: CR declared with S1
+        mp.setattr(resolve("CR", "isolation"), "guarantees", Guarantees(True, True, True))
+        papers_combinations()
 
 
+@pytest.mark.planted("mechanisms.isolation.static_pinning:StaticPinning.begin",
+                     "if x not in registry.late and x not in registry.opaque", "if x not in registry.opaque")
 def test_static_pinning_prevents_closed_world_and_fails_open_world():
     """The lockfile covers what it knew at start, nothing discovered later (planted bug: lockfile including late tools)."""
     closed = judge(run_scenario(SCENARIOS["fixed_schedule"], resolve("StaticPinning", "isolation")())[1])
@@ -54,6 +62,8 @@ def test_static_pinning_prevents_closed_world_and_fails_open_world():
     assert all(r.verdict is Verdict.VALID for r in ssi.values())
 
 
+@pytest.mark.planted("runners.isolation.workflow_runtime:Runtime.pause", "text = w.manifest.to_json()",
+                     "text = type(w.manifest)().to_json()")  # the checkpoint without the manifest
 def test_manifest_survives_the_checkpoint_only():
     """Pause drops the live manifest; resume restores it from JSON (planted bug: a manifest not in the checkpoint
     -> SSI re-resolves live after resume: read skew)."""
@@ -68,6 +78,7 @@ def test_manifest_survives_the_checkpoint_only():
     assert rt.resolve("T1", "prompt:p") == 1
 
 
+@pytest.mark.planted("mechanisms.isolation.base:Profile.compatible", "if broken is None:", "if True:")
 def test_c1_falls_back_to_a_retained_version_or_refuses():
     """C1: live if compatible, else the newest retained compatible version, else abort (planted bug: binding live)."""
     contracts = Contracts([Contract.parse("index:docs@1 requires model:embed@1")])
@@ -81,8 +92,11 @@ def test_c1_falls_back_to_a_retained_version_or_refuses():
     assert r.version is None and r.via == "refused"
 
 
-@pytest.mark.parametrize("policy,versions,via", [("abort", [None, None], "refused"), ("capture", [1, 1], "captured"),
-                                                 ("taint", [1, 2], "tainted")])
+@pytest.mark.parametrize("policy,versions,via", [
+    ("abort", [None, None], "refused"),
+    pytest.param("capture", [1, 1], "captured", marks=pytest.mark.planted(  # capture re-reading live
+        "mechanisms.isolation.base:Profile.opaque", "if captured is not None:", "if False:")),
+    ("taint", [1, 2], "tainted")])
 def test_opaque_resource_policies(policy, versions, via):
     """abort refuses, capture replays the first response, taint serves live and taints the manifest
     (planted bug: capture that re-reads live after a deployment)."""
@@ -101,12 +115,29 @@ def test_opaque_resource_policies(policy, versions, via):
 
 def test_undeclared_policies_on_a_registry():
     """Fail-closed refuses what no contract covers; inference uses the probe (planted bug: fail-closed admitting
-    uncovered versions, inference ignoring a False probe)."""
-    reg = Registry({"index:docs": [1], "model:embed": [1, 2]}, {"index:docs": 1, "model:embed": 2}, Contracts())
-    assert resolve("SSI", "isolation")().resolve(Manifest({"index:docs": 1}), "model:embed", reg).version == 2
-    assert resolve("SSI+fail_closed", "isolation")().resolve(Manifest({"index:docs": 1}), "model:embed", reg).version is None
-    reg.probe = lambda a, v, b, u: (v == u) if {a, b} == {"index:docs", "model:embed"} else None
-    assert resolve("SSI+inference", "isolation")().resolve(Manifest({"index:docs": 1}), "model:embed", reg).version == 1
+    uncovered versions, inference ignoring a False probe; each planted as a subclass whose ``compatible`` is SSI's,
+    since both call super(), which planting cannot swap)."""
+    ssi, fail_closed, inference = (resolve(n, "isolation") for n in ("SSI", "SSI+fail_closed", "SSI+inference"))
+
+    def policies(fail_closed, inference):
+        reg = Registry({"index:docs": [1], "model:embed": [1, 2]}, {"index:docs": 1, "model:embed": 2}, Contracts())
+        assert ssi().resolve(Manifest({"index:docs": 1}), "model:embed", reg).version == 2
+        assert fail_closed().resolve(Manifest({"index:docs": 1}), "model:embed", reg).version is None
+        reg.probe = lambda a, v, b, u: (v == u) if {a, b} == {"index:docs", "model:embed"} else None
+        assert inference().resolve(Manifest({"index:docs": 1}), "model:embed", reg).version == 1
+
+    policies(fail_closed, inference)
+
+    class AdmitsUncovered(fail_closed):
+        compatible = ssi.compatible
+
+    class IgnoresTheProbe(inference):
+        compatible = ssi.compatible
+
+    with pytest.raises(AssertionError):
+        policies(AdmitsUncovered, inference)
+    with pytest.raises(AssertionError):
+        policies(fail_closed, IgnoresTheProbe)
 
 
 @settings(max_examples=60, deadline=None)
