@@ -10,6 +10,8 @@ re-execution) fails, whatever the release under test does.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 RUNTIMES = ("dbos@3.4", "llamaindex[step-boundary]@2.26", "llamaindex[wait-for-event]@2.26", "agent-framework@1.23",
@@ -24,6 +26,35 @@ def _fault(runtime: str, cell: str):
 
     records, history = rc.run_fault_cell("resume_frameworks", runtime, cell, 1, 7, Options(), "sqlite")
     return records, history
+
+
+def _calls(history, name: str) -> list:
+    """The driver's calls named ``name`` (start, resume, recover), in history order."""
+    return [op for op in history.operations if op.actor == "driver" and op.name == name]
+
+
+def _ledger(history, name: str) -> list:
+    """The history's entries named ``name`` (effect, trace, checkpoint)."""
+    return [op for op in history.operations if op.name == name]
+
+
+def judged_fault(runtime: str, cell: str = "crash_resume_after_effect_act"):
+    """A framework's fault cell with the checks every fault-cell test shares: real SIGKILLs and new processes, a
+    witness for every violation, EO invalid exactly when the ledger shows an effect fired twice and CO exactly when
+    the interrupt consumed two values.  Returns (records, history, verdicts, witnesses, effects, traces, checkpoints,
+    fired, consumed) for the test's framework-specific assertions."""
+    records, history = _fault(runtime, cell)
+    verdicts = dict(zip(records["property"], records["verdict"]))
+    witnesses = dict(zip(records["property"], records["witness"]))
+    assert records["sigkills"][0] >= 1 and records["processes"][0] >= 3
+    for prop, verdict in verdicts.items():
+        assert verdict != "invalid" or witnesses[prop], f"{prop} invalid without a witness"
+    effects, traces, checkpoints = _ledger(history, "effect"), _ledger(history, "trace"), _ledger(history, "checkpoint")
+    fired = Counter((e.value["run"], e.value["task"], e.value["effect"]) for e in effects)
+    consumed = Counter(t.value["run"] for t in traces if t.value.get("kind") == "consume")
+    assert (verdicts["EO"] == "invalid") == any(n > 1 for n in fired.values())
+    assert (verdicts["CO"] == "invalid") == any(n > 1 for n in consumed.values())
+    return records, history, verdicts, witnesses, effects, traces, checkpoints, fired, consumed
 
 
 def _fired(history, key: str) -> dict[str, int]:

@@ -8,20 +8,12 @@ adapter fails, whatever the release under test does.
 """
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
-from test_resume_framework_adapters import _fault
+from test_resume_framework_adapters import _calls, judged_fault
 
 RUNTIME = "apache-burr@0.43"
 
 
-def _calls(history, name: str) -> list:
-    return [op for op in history.operations if op.actor == "driver" and op.name == name]
-
-
-def _ledger(history, name: str) -> list:
-    return [op for op in history.operations if op.name == name]
 
 
 @pytest.mark.planted("analysis.resume.checkers:EffectExactlyOnce.judge", "if len(rows) > 1:", "if len(rows) > 2:")
@@ -36,18 +28,9 @@ def test_fault_cell_sigkill_after_gated_effect():
     the run, and no recovery would re-run act); a recovery in the killed process; an adapter that reads the table
     and answers done without re-running act, or that skips Burr and re-runs from the start (prepare's reserve
     twice, PC invalid); a checker that misses a second firing or consumption."""
-    records, history = _fault(RUNTIME, "crash_resume_after_effect_act")
-    verdicts = dict(zip(records["property"], records["verdict"]))
-    witnesses = dict(zip(records["property"], records["witness"]))
-    assert records["sigkills"][0] >= 1 and records["processes"][0] >= 3
+    records, history, verdicts, witnesses, effects, traces, checkpoints, fired, consumed = judged_fault(
+        RUNTIME)
     assert verdicts["liveness"] == "valid"
-    for prop, verdict in verdicts.items():
-        assert verdict != "invalid" or witnesses[prop], f"{prop} invalid without a witness"
-    effects, traces, checkpoints = _ledger(history, "effect"), _ledger(history, "trace"), _ledger(history, "checkpoint")
-    fired = Counter((e.value["run"], e.value["task"], e.value["effect"]) for e in effects)
-    consumed = Counter(t.value["run"] for t in traces if t.value.get("kind") == "consume")
-    assert (verdicts["EO"] == "invalid") == any(n > 1 for n in fired.values())
-    assert (verdicts["CO"] == "invalid") == any(n > 1 for n in consumed.values())
     recovers = _calls(history, "recover")
     assert recovers
     below = False

@@ -13,19 +13,13 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from test_resume_framework_adapters import _fault
+from test_resume_framework_adapters import _calls, _fault, _ledger, judged_fault
 
 RUNTIME = "prefect@3.9"
 #: `prefect flow-run retry`'s refusal of a run not in a terminal state (prefect/cli/flow_run.py)
 NOT_TERMINAL = "is in state 'RUNNING' and cannot be retried"
 
 
-def _calls(history, name: str) -> list:
-    return [op for op in history.operations if op.actor == "driver" and op.name == name]
-
-
-def _ledger(history, name: str) -> list:
-    return [op for op in history.operations if op.name == name]
 
 
 def test_fault_cell_sigkill_after_gated_effect():
@@ -40,17 +34,8 @@ def test_fault_cell_sigkill_after_gated_effect():
     the killed process; an adapter that forces the run's state or runs the remaining tasks itself behind Prefect's
     back (an answer other than the retry's refusal, or a second charge); a liveness checker that counts a refused
     recovery as progress."""
-    records, history = _fault(RUNTIME, "crash_resume_after_effect_act")
-    verdicts = dict(zip(records["property"], records["verdict"]))
-    witnesses = dict(zip(records["property"], records["witness"]))
-    assert records["sigkills"][0] >= 1 and records["processes"][0] >= 3
-    for prop, verdict in verdicts.items():
-        assert verdict != "invalid" or witnesses[prop], f"{prop} invalid without a witness"
-    effects, traces, checkpoints = _ledger(history, "effect"), _ledger(history, "trace"), _ledger(history, "checkpoint")
-    fired = Counter((e.value["run"], e.value["task"], e.value["effect"]) for e in effects)
-    consumed = Counter(t.value["run"] for t in traces if t.value.get("kind") == "consume")
-    assert (verdicts["EO"] == "invalid") == any(n > 1 for n in fired.values())
-    assert (verdicts["CO"] == "invalid") == any(n > 1 for n in consumed.values())
+    records, history, verdicts, witnesses, effects, traces, checkpoints, fired, consumed = judged_fault(
+        RUNTIME)
     recovers = _calls(history, "recover")
     assert recovers
     for rec in recovers:
