@@ -185,7 +185,8 @@ ROWS = [pytest.param(d, point, node, call, id=f"{d.name}-{point}-{node}")
 @pytest.mark.parametrize("d,point,node,call", ROWS)
 def test_crash_point(d, point, node, call, tmp_path):
     """Every adapter at every crash point it declares: the ledger and store are what the point names, and a
-    recovery advances the run (planted: BeforeNodeLate, RecoverAnswersHead below)."""
+    recovery advances the run (the same check fails on the planted adapters BeforeNodeLate and RecoverAnswersHead:
+    test_planted_adapter_fails_the_harness)."""
     conform_point(d, tmp_path, point, node, call)
 
 
@@ -220,7 +221,9 @@ def conform_answers(d: Declared, tmp: Path) -> None:
 @pytest.mark.parametrize("d", [pytest.param(d, id=d.name) for d in ADAPTERS])
 def test_answer_kinds(d, tmp_path):
     """Each answer kind well formed and accepted by the server, a refusal never after a node ran, the done answer
-    naming the newest saved state (planted: MalformedResume, SwallowsIntoRefused below; OldestState here)."""
+    naming the newest saved state (the same check fails on the planted adapter OldestState:
+    test_planted_oldest_state_fails_the_answer_kinds; the server refuses MalformedResume and SwallowsIntoRefused:
+    test_planted_adapter_reply_is_an_error)."""
     conform_answers(d, tmp_path)
 
 
