@@ -63,6 +63,7 @@ def test_user_cell_loads_and_graph_with_two_interrupts_is_refused(tmp_path):
         scenarios.load_scenarios((tmp_path,), family="resume")
 
 
+@pytest.mark.planted("scenarios.resume.loader:expected_effects", "forks * per_fork", "forks * per_start")
 def test_oracle_counts_effects_per_run_and_per_fork():
     """Planted bug: a fork counted as a whole run (its pre-interrupt effect was fired by its source)."""
     graphs = by_kind(SCEN, "graph")
