@@ -39,6 +39,9 @@ def records(experiment, profile="quick", seed=7, **extra):
     return pd.concat(frames, ignore_index=True)
 
 
+@pytest.mark.planted("mechanisms.isolation.base:Profile.admit_merge",  # CR admitting merges S1-style
+                     "validate_union([parent, *branches], registry, g.stability)",
+                     "validate_union([parent, *branches], registry, True)")
 def test_levels_table_has_the_issue_columns_and_the_papers_cells():
     """Planted bug caught: a matrix typed in rather than run would not change with the mechanism; CR refusing
     merge skew (S1-style admission) would differ from the paper's cell."""
@@ -55,6 +58,12 @@ def test_levels_table_has_the_issue_columns_and_the_papers_cells():
     assert section.matrices[0].differences() == []
 
 
+@pytest.mark.planted("mechanisms.isolation.static_pinning:StaticPinning.begin",  # late tools pinned
+                     "if x not in registry.late and x not in registry.opaque", "if x not in registry.opaque")
+@pytest.mark.planted("mechanisms.isolation.static_pinning:StaticPinning.begin",  # opaque tools pinned
+                     "and x not in registry.opaque and x in registry.live", "and x in registry.live")
+@pytest.mark.planted("mechanisms.isolation.base:Profile.admit_merge",  # taint refusing nothing
+                     "if any(b.taint for b in branches):", "if False:")
 def test_runtimes_static_pinning_fails_only_the_open_world_control():
     """Planted bugs caught: a lockfile that also pins late-discovered tools would pass the open-world control; one
     that pins an opaque tool would claim a stability nothing can give; taint that refuses nothing."""
@@ -70,6 +79,10 @@ def test_runtimes_static_pinning_fails_only_the_open_world_control():
                  "LangGraph+SSI": 0, "LangGraph+SSI/open-world": 0, "LangGraph+SSI/opaque": 0}
 
 
+@pytest.mark.planted("runners.isolation.workflow_runtime:Runtime.pause", "text = w.manifest.to_json()",
+                     "text = type(w.manifest)().to_json()")  # the checkpoint without the manifest: live on resume
+@pytest.mark.planted("runners.isolation.retrieval_workflow:embed", "space = SPACE_SEEDS[model_version]",
+                     "space = SPACE_SEEDS[1]")  # model 2 in model 1's space
 def test_retrieval_on_real_qdrant():
     """Figure 1: under live aliases the new model misses the controlled document; SSI returns it.
 
@@ -85,6 +98,10 @@ def test_retrieval_on_real_qdrant():
     assert (tab["refused"] == 0).all()
 
 
+@pytest.mark.planted("vocabulary.isolation:Contracts.covers", "return (identity, version) in self.mentioned",
+                     "return True")  # fail-closed admitting what no contract covers
+@pytest.mark.planted("runners.isolation.retrieval_workflow:RetrievalWorld.canary_agrees",
+                     "return float(np.mean(sims)) >= CANARY_THRESHOLD", "return True")  # the canaries ignored
 def test_undeclared_contracts_falsifier_and_policies():
     """Omitted: SSI admits the wrong document, fail-closed refuses, inference re-binds; stale: only inference holds.
 
@@ -103,6 +120,11 @@ def test_undeclared_contracts_falsifier_and_policies():
     assert t.loc[("stale", "inference"), "wrong_document_admitted"] == 0
 
 
+@pytest.mark.planted("runners.isolation.contract_omission:IsolationContractOmission.run_cell",
+                     '"incompatible_admitted": bad', '"incompatible_admitted": len(dropped)')  # dropped counted
+@pytest.mark.planted("runners.isolation.workflow_runtime:run_scenario",  # judged by the declared contracts
+                     "scenario.contracts if oracle is None else oracle",
+                     "(scenario.contracts if declared is None else declared) if oracle is None else oracle")
 def test_contract_omission_counts_and_determinism():
     """p = 0 admits nothing, p = 1 admits every execution; same seed -> same records.
 
@@ -122,6 +144,8 @@ def test_contract_omission_counts_and_determinism():
     assert e.sweeps["contract-omission"].parse("0.1,0,0.05") == [0, 0.05, 0.1]
 
 
+@pytest.mark.planted("runners.isolation.microbench:records_from_json", '"p95_us": float(x["p95_us"])',
+                     '"p95_us": b["stats"]["mean"] * 1e6')
 def test_microbench_reads_pytest_benchmark_json(tmp_path):
     """The benchmark runs in a subprocess; records come from its JSON (planted bug: p95 from the mean)."""
     e = IsolationMicrobench()
@@ -132,6 +156,7 @@ def test_microbench_reads_pytest_benchmark_json(tmp_path):
     assert list(tab.columns) == ["operation", "identities", "branches", "p50_us", "p95_us"]
     assert (tab["p95_us"] >= tab["p50_us"]).all()
     data = json.loads((tmp_path / "benchmarks" / "bench_isolation.json").read_text())
+    assert sorted(r["p95_us"]) == sorted(float(b["extra_info"]["p95_us"]) for b in data["benchmarks"])
     assert len(data["benchmarks"]) == len(r) and {"machine_info", "commit_info"} <= set(data)
 
 
