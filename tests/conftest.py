@@ -8,6 +8,8 @@ passes on a fresh machine; with ``DRIFTLAB_REQUIRE_POSTGRES=1`` (set by
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 
 import pytest
@@ -15,6 +17,24 @@ import pytest
 from planting import planted
 
 from runners.backends import postgres_dsn
+
+PLANT_SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plant_site")
+
+
+@contextlib.contextmanager
+def _in_children(target: str, old: str, new: str):
+    """The plant also in every Python the test starts with this process's environment (tests/plant_site)."""
+    saved = {k: os.environ.get(k) for k in ("DRIFTLAB_PLANT", "PYTHONPATH")}
+    os.environ["DRIFTLAB_PLANT"] = json.dumps([target, old, new])
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (PLANT_SITE, saved["PYTHONPATH"]) if p)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +64,7 @@ def pytest_runtest_call(item):
     result = yield
     for mark in item.iter_markers("planted"):
         target, old, new = mark.args
-        with planted(target, old, new):
+        with planted(target, old, new), _in_children(target, old, new):
             try:
                 item.runtest()
             except (Exception, pytest.fail.Exception):  # noqa: BLE001 - any failure of the test: the bug caught

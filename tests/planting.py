@@ -10,6 +10,9 @@ with ``old`` replaced by ``new`` (exactly one occurrence: the planted bug), runs
 test still passes: the claim in its docstring is then false.  The code object is swapped in place, so every
 reference to the function (``from x import f``, a registry of checkers) runs the planted variant; the original is
 restored afterwards.  Only module-level functions and methods without zero-argument ``super()`` can be planted.
+While the test runs the second time, the plant is also in every Python it starts with this process's environment
+(a ``driftlab`` CLI run, a forked worker): ``tests/plant_site/sitecustomize.py`` applies it at start-up.  A
+framework's environment server is the exception (it runs another Python, with a clean environment).
 The test is run whole a second time: a test whose history comes from a real race (its outcome decided by which
 process the scheduler runs first) cannot carry a plant, since its second run is another race; such tests stay in
 ``tests/data/unplanted.txt`` with their timing-free assertions.

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from analysis.records import load_records
 from vocabulary import TIMING_COLUMNS
@@ -30,6 +31,7 @@ FIXTURE = REPO / "tests" / "data" / "baseline_quick"
 TIMED = ("_us", "ratio_to_floor", "lock_retries", "overlapping_pairs")
 
 
+@pytest.mark.planted("analysis.revalidation.counting:classify", '"false_allow": released & forbidden,', '"false_allow": forbidden,')
 def test_quick_profile_end_to_end(tmp_path):
     """The revalidation family's quick tables equal the committed fixture, timings aside.
 
@@ -170,6 +172,7 @@ def test_list_names_everything():
         assert name in out
 
 
+@pytest.mark.planted("runners.engine:default_runs", 'return clone / "data" / "runs"', 'return Path("data") / "runs"')
 def test_default_run_folder_is_the_clones_whatever_the_current_folder(monkeypatch, tmp_path):
     """Planted bug it catches: a default run that writes ``./data/runs`` into whatever folder the user is in."""
     from runners.engine import default_runs
@@ -181,6 +184,7 @@ def test_default_run_folder_is_the_clones_whatever_the_current_folder(monkeypatc
     assert default_runs() == tmp_path / "mine"
 
 
+@pytest.mark.planted("runners.engine:scenario_hashes", "return {key(p): hashlib", "return {str(p.resolve()): hashlib")
 def test_run_identity_does_not_depend_on_where_the_clone_lives():
     """Planted bug it catches: absolute scenario paths in run.json, so a moved clone makes a rerun a changed run."""
     from runners.engine import Request, identity
