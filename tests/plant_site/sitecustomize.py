@@ -13,8 +13,12 @@ import sys
 _PLANT = os.environ.get("DRIFTLAB_PLANT")
 if _PLANT:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for planting
-    from planting import planted
+    try:
+        from planting import planted
 
-    _KEPT = planted(*json.loads(_PLANT))  # held for the life of this process (its exit would restore the code)
-    _KEPT.__enter__()
-    sys.path.pop(0)
+        _KEPT = planted(*json.loads(_PLANT))  # held for the life of this process (its exit would restore the code)
+        _KEPT.__enter__()
+    except ImportError:  # a Python without the lab (a tool's own interpreter): nothing of the lab to plant in
+        pass
+    finally:
+        sys.path.pop(0)
