@@ -658,6 +658,8 @@ def test_environment_bad_input_is_one_line_exit_2_and_publishes_nothing(tmp_path
     assert snapshot(tmp_path) == before and not (tmp_path / "run").exists()
 
 
+@pytest.mark.planted("runners.engine:check_identity", "if previous.get(key) != value:",  # a changed lock accepted
+                     'if previous.get(key) != value and key != "env_locks":')
 def test_a_changed_environment_lock_is_a_changed_run(tmp_path, monkeypatch):
     """Issue 24 §5: the lock hash of every env a run uses is in run.json; a rerun into the folder after the lock
     changed is refused like any other changed input (planted bug: provenance naming the new lock for cells run under
@@ -665,6 +667,7 @@ def test_a_changed_environment_lock_is_a_changed_run(tmp_path, monkeypatch):
     from runners.engine import Request, check_identity, identity
     from runners.experiment import DriftlabError, Options
 
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # a planted rerun (tests/planting.py) gets the same tmp_path
     root = scratch_envs(tmp_path)
     monkeypatch.setenv("DRIFTLAB_ENVS", str(root))
     request = Request(experiments=("resume_frameworks",), profile="quick", seed=1,
