@@ -5,6 +5,7 @@ Each test pins a counting rule with a small literal table and names the planted 
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from analysis.resume.langgraph_findings import findings, guard_summary, note, overhead_ratios
 
@@ -33,11 +34,16 @@ def conc(runtime, sats, k=2, fired=None):
                          for i, s in enumerate(sats)])
 
 
+@pytest.mark.planted("analysis.resume.langgraph_findings:_fault_finding", 'bad = t[t["verdict"] == "invalid"]',
+                     'bad = t[t["verdict"] != "valid"]')  # unknown counted as a violation
+@pytest.mark.planted("analysis.resume.langgraph_findings:_cells", "return t[t[\"cell\"].map(lambda c: any(fnmatch(c, p) for p in patterns))]",
+                     "return faults[faults[\"runtime\"] == runtime]")  # any cell's verdict
 def test_each_finding_is_read_from_its_own_cells():
     """CO from second_resume_head, CV from invalid_state, EO from the crash_* cells only.
 
     Planted bugs caught: counting an 'unknown' verdict as a violation (crash_start_parked_approve is unknown: the
-    EO finding must say 1 of 2 cells, not 2 of 2); reading CV from any cell (it is valid here: "differs").
+    EO finding must say 1 of 2 cells, not 2 of 2); reading CV from any cell's verdict (it is valid here: "differs";
+    only invalid_state judges CV in this table, so the plant reads every cell's verdict, whatever its property).
     """
     got = {f.id: f for f in findings(STOCK_FAULTS, None)}
     assert got["second_resume"].reproduced is True
@@ -46,6 +52,8 @@ def test_each_finding_is_read_from_its_own_cells():
     assert got["saturation"].reproduced is None
 
 
+@pytest.mark.planted("analysis.resume.langgraph_findings:_saturation_finding", "same = len(sat) >=",
+                     'same = float(t["saturation"].mean()) * len(t) >=')  # a mean over cells
 def test_saturation_counts_cells_at_one():
     """36 of 40 at 1.0 reproduces; 20 of 40 differs (planted bug: a mean over cells instead of a count)."""
     assert findings(None, conc("langgraph", [1.0] * 36 + [0.95] * 4))[-1].reproduced is True
@@ -53,6 +61,8 @@ def test_saturation_counts_cells_at_one():
     assert low.reproduced is False and "20 of 40" in low.measured
 
 
+@pytest.mark.planted("analysis.resume.langgraph_findings:guard_summary", 'dup = int((g["effects_fired_mean"] > 1.0).sum())',
+                     'dup = int((g["saturation"] > 1.0).sum())')
 def test_guard_summary_counts_fixed_violations_and_duplicates():
     """The guard fixes 2 of 2 stock violations; a concurrency cell with 1.5 gated effects per race is a duplicate
     (planted bug: comparing saturation instead of effects per race, which is 1/k for a correct gate)."""
@@ -67,6 +77,8 @@ def test_note_is_empty_without_langgraph_rows():
     assert "DIFFERS from 1.2.9" in note(STOCK_FAULTS, None)
 
 
+@pytest.mark.planted("analysis.resume.langgraph_findings:overhead_ratios", 'one["ratio"] = one["stack_us"] / one["stock"]',
+                     'one["ratio"] = one["stock"] / one["stack_us"]')
 def test_overhead_ratio_is_guard_over_stock_medians():
     """ratio = median(guard) / median(stock) per backend x operation (planted bug: the inverse ratio)."""
     def bench(saver, median, rep):
@@ -77,6 +89,10 @@ def test_overhead_ratio_is_guard_over_stock_medians():
     assert round(float(out["ratio"].iloc[0]), 3) == 1.1
 
 
+@pytest.mark.planted("analysis.resume.langgraph_findings:overhead_ratios", 'one["ratio"] = one["stack_us"] / one["stock"]',
+                     'one["ratio"] = one["stack_us"] / (one["guard"] if stack == "full" else one["stock"])')
+@pytest.mark.planted("analysis.resume.langgraph_findings:overhead_ratios", "stack_us=lambda d: d[stack])",
+                     "stack_us=lambda d: d[stack][::-1].values)")  # another repetition's stock time
 def test_overhead_ratio_per_stack_pairs_each_stack_with_stock_of_its_repetition():
     """Each stack (guard, full) gets its own ratio over the stock time of the same repetition.
 
