@@ -125,6 +125,7 @@ def test_crash_point_is_a_real_sigkill(tmp_path):
     assert rows == [("reserve", "r/start#1")]  # the effect before the point is durable, nothing after it
 
 
+@pytest.mark.planted("mechanisms.resume.frameworks.protocol:Server.learn", "importlib.import_module(name)", "pass")
 def test_server_learns_what_its_children_imported_and_survives_what_it_cannot_import(tmp_path, monkeypatch):
     """A module a call's child imported lazily is imported by the server afterwards, so the next children inherit
     it; a name the server cannot import is left to the children (planted bugs: a server that never learns, so
@@ -321,7 +322,10 @@ def test_co_read_two_ways_never_forgives_a_refired_effect():
 
 @pytest.mark.parametrize("cell,reason", [("replay_past_checkpoint", "naive has no replay operation"),
                                          ("update_undeclared_key", "naive has no update operation"),
-                                         ("parallel_sibling_done", "graph hint 'parallel' not expressed")])
+                                         pytest.param("parallel_sibling_done", "graph hint 'parallel' not expressed",
+                                                      marks=pytest.mark.planted(
+                                                          "runners.resume.common:not_applicable",
+                                                          "if not hasattr(cls, \"declared\"):", "if False:"))])
 def test_framework_only_cells_are_na_with_a_reason_for_the_lab_runtimes(cell, reason):
     """A cell a runtime cannot express is n/a with a one-line reason, never dropped and never run half-way
     (planted bug: the lab's naive runtime running the parallel graph in order and scoring it, or a replay step
