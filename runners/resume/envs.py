@@ -60,7 +60,7 @@ class EnvError(DriftlabError):
 
     def __init__(self, env: str, step: str, reason: str):
         reason = " ".join(str(reason).split())[:300]
-        super().__init__(f"environment {env}: {step} failed: {reason}")
+        DriftlabError.__init__(self, f"environment {env}: {step} failed: {reason}")  # by name: a test plants here
 
 
 def cache_root() -> Path:
