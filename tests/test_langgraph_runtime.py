@@ -6,6 +6,9 @@ family's checkers.  Each test names the planted bug it catches.
 """
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("langgraph")
@@ -93,8 +96,14 @@ def test_guard_holds_on_postgres(pg_dsn, cell):
     assert (got["EO"], got["CO"], got["liveness"], fired) == ("valid", "valid", "valid", expected)
 
 
+@pytest.mark.planted("analysis.resume.checkers:EffectExactlyOnce.judge", "if len(rows) > 1:", "if False:")
+@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge",  # a second resume accepted silently passes CO
+                     'if earlier and call.value.get("state") not in (REFUSED, FAILED) and self.refusal_required:',
+                     "if False:")
 def test_planted_guard_bugs_are_caught():
-    """The fault matrix finds each planted bug of the guard runtime (these are the tests' own planted bugs)."""
+    """The fault matrix finds each planted bug of the guard runtime (these are the tests' own planted bugs; the
+    guard runtime runs in forked children no plant reaches, so the markers plant the checkers that must see them:
+    an EO blind to a repeated effect, a CO that lets a second resume be accepted silently)."""
     mod = __name__
     assert verdicts(f"{mod}:PlainEffectsGuard", "crash_resume_after_effect_act")[0]["EO"] == "invalid"
     assert verdicts(f"{mod}:UnclaimedGuard", "second_resume_head")[0]["CO"] == "invalid"
@@ -125,8 +134,15 @@ def test_concurrent_resumers(backend, request):
 
 
 # ---------------------------------------------------------------------------------------------- every variant
-@pytest.mark.parametrize("name", sorted(n for n in REGISTRY if n.startswith("langgraph")
-                                        and "sqlite" in getattr(resolve(n, "resume"), "backends", ("sqlite",))))
+planted_dataclass_read_as_dict = pytest.mark.planted(
+    "mechanisms.resume.langgraph_graphs:as_dict", "if isinstance(state, dict):",
+    "if isinstance(state, dict) or dataclasses.is_dataclass(state):")
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=planted_dataclass_read_as_dict if "dataclass" in n else ())
+    for n in sorted(n for n in REGISTRY if n.startswith("langgraph")
+                    and "sqlite" in getattr(resolve(n, "resume"), "backends", ("sqlite",)))])
 def test_every_variant_runs_the_graph(name, tmp_path):
     """Each registered variant (sync/async saver, every durability mode, TypedDict/dataclass/pydantic state) parks,
     resumes to the declared end state, forks by checkpoint id, and (guarded) refuses a second resume.
@@ -134,6 +150,7 @@ def test_every_variant_runs_the_graph(name, tmp_path):
     Planted bug caught: an adapter that loses the resume value for one kind of state (e.g. reading a dataclass
     state as a dict) ends with the wrong approval or log.
     """
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # a planted rerun (tests/planting.py) gets the same tmp_path
     rt = resolve(name, "resume")(Backend("sqlite", str(tmp_path), "v"), DEFAULT_GRAPH)
     rt.setup()
     try:
