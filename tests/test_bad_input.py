@@ -499,7 +499,8 @@ def test_argparse_errors_are_one_line_too(capsys):
 
 
 def test_a_mechanism_failing_mid_run_is_one_line_naming_it_and_keeps_finished_cells(tmp_path, monkeypatch, capsys):
-    """Planted bug: a plug-in whose validate raises on one workload only; the cells of the others must survive."""
+    """A plug-in whose validate raises on one workload only stops the run in one line naming it, and the cells of the
+    other workloads survive."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     plugin(tmp_path, "from mechanisms.revalidation.atr import ATR\n"
