@@ -36,9 +36,11 @@ def one(checker, rows):
 # ------------------------------------------------------------------ one commit per pair: witnesses
 @pytest.mark.parametrize("rows,verdict,witness", [
     # the commit that ended first is named first, whatever the history order
-    ([c("a", OK, 0.0, 2.0, target_token=3), c("b", OK, 0.5, 1.0, target_token=4)], I,
+    pytest.param([c("a", OK, 0.0, 2.0, target_token=3), c("b", OK, 0.5, 1.0, target_token=4)], I,
      ((1, 0), "pair 1: b committed with token v4 at t=1.000000 s, then a committed with token v3 at t=2.000000 s: "
-              "two commits of one intent.")),
+              "two commits of one intent."), marks=pytest.mark.planted(
+        "analysis.revalidation.checkers:OneCommitPerPair._pair", "key=lambda op: (op.end or 0, op.index))",
+        "key=lambda op: op.index)")),
     ([c("a", OK, 0.0, 2.0, target_token=3), c("b", OK, 0.5, 1.0, target_token=3), audit({"refunds": 2})], I,
      ((1, 0), "pair 1: b committed with token v3 at t=1.000000 s, then a committed with the same token v3 at "
               "t=2.000000 s: two commits of one intent (the target row holds 2 refunds afterwards).")),
@@ -218,8 +220,11 @@ def test_rule_enumeration_bounds(n_ok, n_indet, commit_status, verdict):
 # ------------------------------------------------------------------ oracle agreement: witnesses
 @pytest.mark.parametrize("value,status,verdict,text", [
     ({"oracle": "KEEP", "outcome": "KEEP", "released": True}, OK, V, None),
-    ({"oracle": "REPLAN", "outcome": "KEEP", "released": True, "mechanism": "ATR"}, OK, I,
-     "execution 1: step (ATR) released the effect although the oracle is REPLAN: an invalid effect (a false allow)."),
+    pytest.param({"oracle": "REPLAN", "outcome": "KEEP", "released": True, "mechanism": "ATR"}, OK, I,
+                 "execution 1: step (ATR) released the effect although the oracle is REPLAN: an invalid effect (a false "
+                 "allow).", marks=pytest.mark.planted("analysis.revalidation.checkers:OracleAgreement._one",
+                                                      'if released and v.get("oracle") in INVALID_WHEN_RELEASED:',
+                                                      "if False:")),
     ({"oracle": "BLOCK", "outcome": "KEEP", "released": False}, OK, I,
      "execution 1: step (the mechanism) decided KEEP where the declared rules imply BLOCK."),
     ({"oracle": "REFRESH", "outcome": "KEEP", "released": True, "payload_stale": True}, OK, I,
@@ -280,6 +285,7 @@ def test_verdicts_by_group_keeps_the_first_witness_of_the_worst_verdict():
     (AGREE, [("step", "release", OK, {"group": 1, "oracle": "KEEP", "outcome": "KEEP"})], [1]),
     (AGREE, [("step", "release", OK, {"group": 1, "oracle": "KEEP", "outcome": "BLOCK"})], [1]),
 ])
+@pytest.mark.planted("analysis.revalidation.checkers:verdicts_by_group", "out[gv.group] = gv", "out[None] = gv")
 def test_each_verdict_names_its_group_and_each_result_its_checker(checker, rows, groups):
     """Bug class: a verdict set beside the wrong execution (a group verdict that names no group, so the worst
     verdict per group is kept for the wrong one) or a result that names no checker."""
