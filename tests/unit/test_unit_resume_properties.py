@@ -403,6 +403,9 @@ def test_view_splits_the_history_and_lists_runs_in_order():
 
 
 # ------------------------------------------------------------------ results name their checker; scans go on
+@pytest.mark.planted("analysis.resume.checkers:_missing",
+                     "return CheckResult(name, Verdict.UNKNOWN, summary=\"the history's meta has no 'graph'",
+                     "return CheckResult(\"\", Verdict.UNKNOWN, summary=\"the history's meta has no 'graph'")
 def test_every_result_names_its_property():
     """Bug class: a result that names no property (or another), whatever the path: no graph, no stores, judged."""
     histories = [history("resume", parked(), {}), history("resume", [call("start", "r1", "s", "parked")], META),
