@@ -73,6 +73,7 @@ committed; the next action's ``run`` has begun, before ``run_node``).
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -83,6 +84,11 @@ from burr.core.persistence import SQLitePersister
 
 from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,
                        FAILED, REFUSED, Adapter)
+
+#: Burr warns on stderr ("undefined behavior -- you should fix!") when a run of a finished application computes no
+#: action: the lab's second resume of a finished run does that on purpose, and its answer is recorded as the cell's
+#: outcome; the warning would only reach the user's terminal
+logging.getLogger("burr.core.application").setLevel(logging.ERROR)
 
 FIELDS = ("input", "approval", "steps", "log")
 TABLE = "burr_state"
