@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +29,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "runners.cli", *args, "--quiet"]
+
+
+def fresh(tmp_path: Path) -> Path:
+    """A new directory under ``tmp_path``: a planted variant (tests/planting.py) runs the test again with the same
+    ``tmp_path``, and must not find the first run's folders there."""
+    return Path(tempfile.mkdtemp(dir=tmp_path))
 
 
 def _descendants(pid: int) -> list[psutil.Process]:
@@ -72,10 +79,13 @@ def _task(t):
     return t * 2
 
 
+@pytest.mark.planted("runners.workers:run_workers", "proc, (i, started), lane = slot",  # a failure blamed on
+                     "proc, (i, started), lane = slot[0], (0, slot[1][1]), slot[2]")  # the first task, not its own
 def test_a_worker_that_exits_or_hangs_stops_the_run_naming_its_task_and_leaves_no_process():
     """Planted bugs: a pool that waits forever for the task of a worker that called ``os._exit`` (what
     ``multiprocessing.Pool.imap`` does); a task past its time limit left running; a killed worker's task
-    blamed on another task."""
+    blamed on another task.  (Only the last is planted: the first would hang the test, and the pool's clean-up kills
+    a worker left running after 5 s whatever the plant.)"""
     assert sorted(r for _, r in run_workers(_task, [1, 2, 3, 4], 2, 5)) == [2, 4, 6, 8]
     for bad, error in (("exit", WorkerDied), ("hang", TaskTimedOut)):
         before = {p.pid for p in _descendants(os.getpid())}
@@ -87,10 +97,12 @@ def test_a_worker_that_exits_or_hangs_stops_the_run_naming_its_task_and_leaves_n
     assert "code 3" in str(WorkerDied("exit", 3))
 
 
+@pytest.mark.planted("runners.workers:run_workers", "slot[1] = (i, time.monotonic() if got == _CLOCK else math.inf)",
+                     "slot[1] = (i, started)")  # the wait eats the limit
 def test_a_paused_wait_is_not_timed_but_what_follows_it_is():
     """Planted bugs: a wait for another task's resource (pause_clock ... restart_clock) that eats the task's limit,
     so a cell queued behind a big race is killed as if it had hung; or a pause that is never lifted, so a task that
-    hangs after its wait is never stopped."""
+    hangs after its wait is never stopped (not planted: it would hang the test)."""
     assert [r for _, r in run_workers(_task, ["wait"], 1, 1.0)] == ["wait"]
     with pytest.raises(TaskTimedOut) as raised:
         list(run_workers(_task, ["wait-then-hang"], 1, 1.0))
@@ -103,6 +115,11 @@ def _timed(t):
     return t, start, time.time()
 
 
+@pytest.mark.planted("runners.workers:run_workers", "waits = list(waiting) if waiting is not None and jobs > 1 else",
+                     "waits = [False] * len(tasks) if True else")  # the mark ignored
+@pytest.mark.planted("runners.workers:run_workers", "for queue in (todo[True],) if lane else (todo[False], todo[True]):",
+                     "for queue in (todo[False], todo[True]):")  # a waiting worker takes computing tasks
+@pytest.mark.planted("runners.workers:run_workers", "if waiting is not None and jobs > 1 else", "if waiting is not None else")  # one job
 def test_waiting_tasks_run_beside_the_computing_ones_which_never_exceed_jobs():
     """Tasks marked waiting get workers of their own beside the ``jobs`` computing ones (planted bugs: the mark
     ignored, so a task that only waits out a timeout holds a core's worker; a waiting worker that also takes
@@ -128,10 +145,12 @@ def test_waiting_tasks_run_beside_the_computing_ones_which_never_exceed_jobs():
 
 
 # ------------------------------------------------------------------ SIGKILL between run.json.tmp and its rename
+@pytest.mark.planted("runners.engine:check_identity", "any(p.name not in OWN_TEMPORARY for p in run_dir.iterdir())",
+                     "any(True for p in run_dir.iterdir())")  # the lab's own temporary files read as foreign
 def test_a_folder_holding_only_the_labs_own_temporary_files_is_taken_by_the_rerun(tmp_path):
     """Planted bug: a run SIGKILLed between writing ``run.json.tmp`` and renaming it leaves a folder every later
     run refuses as "not a driftlab run"; the rerun must take it (and still refuse a folder with anything else)."""
-    run = tmp_path / "run"
+    run = fresh(tmp_path) / "run"
     run.mkdir()
     (run / ".lock").write_text("12345")
     (run / "run.json.tmp").write_text('{"profile": "qu')  # what the kill left: half a manifest, never renamed
@@ -246,6 +265,8 @@ def test_a_dropped_postgres_connection_in_a_concurrency_cell_is_never_a_result(t
 
 
 # ------------------------------------------------------------------ determinism of the resume witnesses
+@pytest.mark.planted("analysis.resume.checkers:CheckpointValidity.judge", "f\"checkpoint {cp.value.get('checkpoint')} of",
+                     "f\"checkpoint {__import__('uuid').uuid4().hex} of")  # a witness quoting a uuid4
 def test_resume_witnesses_in_tables_quote_no_checkpoint_uuid_and_repeat_with_the_seed(tmp_path):
     """Planted bug: a witness quoting the runtime's uuid4 checkpoint ids, so that two runs with one seed differ
     in the ``witness`` column of the fault matrix."""
@@ -263,9 +284,14 @@ def test_resume_witnesses_in_tables_quote_no_checkpoint_uuid_and_repeat_with_the
 
 
 # ------------------------------------------------------------------ Dask scratch folders
+@pytest.mark.planted("runners.dask_executor:remove_orphan_scratch",  # no later run removes it
+                     "if path.is_dir() and orphaned(SCRATCH_PREFIX, path.name):", "if False:")
+@pytest.mark.planted("runners.backends:orphaned", " and not psutil.pid_exists(int(m.group(2)))", "")  # a live cell's
+@pytest.mark.planted("runners.backends:orphaned", "m.group(1) == host_id() and ", "")  # another host's
 def test_dask_cell_scratch_folders_of_dead_processes_on_this_host_are_removed_and_no_others(tmp_path):
     """Planted bug: a Dask worker killed mid-cell leaves a ``driftlab-cell-*`` folder in the system temp that no
     later run removes; or the clean-up removes a live cell's folder, or one of another host sharing the folder."""
+    tmp_path = fresh(tmp_path)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     orphan = tmp_path / schema_name(SCRATCH_PREFIX, pid=dead.pid)
