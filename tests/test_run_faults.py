@@ -237,6 +237,8 @@ class Dropper(Sequencer):
 '''
 
 
+@pytest.mark.planted("runners.resume.procs:RacerPool._judge", "for a, label in zip(answers, labels):",
+                     "return\n    for a, label in zip(answers, labels):")  # a racer without a Status: indeterminate
 @pytest.mark.parametrize("once", [True, False], ids=["dropped-once-retried", "dropped-twice-fails"])
 def test_a_dropped_postgres_connection_in_a_concurrency_cell_is_never_a_result(tmp_path, monkeypatch, pg_dsn, once):
     """Planted bug: a racer whose PostgreSQL connection the server terminated is recorded as an ``indeterminate``
