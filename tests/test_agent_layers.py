@@ -73,6 +73,7 @@ def run_case(scenario, st, case: AgentCase):
     return history, judge(history)
 
 
+@pytest.mark.planted("analysis.isolation.checkers:ContextEscape.scan", "if u != v:", "if False:")  # escape unseen
 def test_a_manifest_not_inherited_by_the_subgraph_is_a_context_escape(scenario):
     """Catches a pinning layer whose manifest is not inherited by a subgraph (planted: the notify subgraph starts
     with an empty manifest): after the prompt is redeployed the child resolves it live, and the isolation family's
@@ -204,6 +205,9 @@ def fan_in(pinning: bool):
     return checkers("isolation")["merge_skew"].check(history), merged
 
 
+@pytest.mark.planted("driftlab_guard.pinning:Pins.merge", "if have is not None and have != v:",
+                     "if False:")  # the fan-in merged by a plain union
+@pytest.mark.planted("analysis.isolation.checkers:MergeSkew.scan", "if problem:", "if False:")  # skew unseen
 def test_pinning_refuses_a_fan_in_whose_branches_bound_two_versions():
     """Catches a fan-in without the manifest's merge check (planted: the branches' manifests merged by a plain
     dict union): a deployment between two parallel branches' first bindings gives two versions of one alias;
