@@ -22,6 +22,20 @@ from mechanisms.resume.store import CheckpointTables, drop_backend
 from vocabulary.resume import Backend
 
 WRITES = ("insert", "update", "replace", "begin", "delete")
+#: the claim's one atomic statement (mechanisms/resume/store.py) ...
+ATOMIC_CLAIM = ('cur = self.sql.execute("INSERT INTO claims (run_id, step, value, pid, at) VALUES (?, ?, ?, ?, ?) "\n'
+                '                           "ON CONFLICT (run_id, step) DO NOTHING",\n'
+                '                           (run_id, step, json.dumps(value), os.getpid(), time.time()))\n'
+                '    return cur.rowcount == 1')
+#: ... and the planted check-then-set claim: read whether it is claimed, then write, in two statements
+CHECK_THEN_SET = ('if self.claimed(run_id, step)[0]:\n'
+                  '        return False\n'
+                  '    self.sql.execute("INSERT INTO claims (run_id, step, value, pid, at) VALUES (?, ?, ?, ?, ?) "\n'
+                  '                     "ON CONFLICT (run_id, step) DO NOTHING",\n'
+                  '                     (run_id, step, json.dumps(value), os.getpid(), time.time()))\n'
+                  '    return True')
+planted_check_then_set = pytest.mark.planted("mechanisms.resume.store:CheckpointTables.claim", ATOMIC_CLAIM,
+                                             CHECK_THEN_SET)
 
 
 def _racer(i: int, backend: Backend, barrier, answers) -> None:
@@ -68,14 +82,16 @@ def race_claims(backend: Backend, racers: int = 2) -> list:
     return results
 
 
+@planted_check_then_set
 def test_check_then_set_claim_is_caught_on_sqlite(tmp_path):
     """Bug class: a cross-process claim tested only on PostgreSQL: on SQLite the forced race serves exactly one
     claimant (a check-then-set claim serves both, or raises on the second insert)."""
-    results = race_claims(Backend("sqlite", str(tmp_path), "claims"))
+    results = race_claims(Backend("sqlite", str(tmp_path), f"claims_{secrets.token_hex(4)}"))  # new per run
     assert sorted(results, key=str) == [False, True], results
 
 
 @pytest.mark.postgres
+@planted_check_then_set
 def test_check_then_set_claim_is_caught_on_postgres(pg_dsn):
     """Bug class: the same forced race on PostgreSQL."""
     backend = Backend("postgres", pg_dsn, f"driftlab_claim_test_{secrets.token_hex(4)}")
