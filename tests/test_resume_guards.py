@@ -51,6 +51,11 @@ def rec(runtime, covers, prop, verdict, *, k=0, cell="c1", fired=1):
             "effects_fired": fired}
 
 
+@pytest.mark.planted("analysis.resume.guards:table", "if prop in cov else NOT_COVERED", "if True else NOT_COVERED")  # judged on every property
+@pytest.mark.planted("analysis.resume.guards:table", 'faults = t[(t["k"] == 0) & t["property"].isin(cov)]',
+                     'faults = t[(t["k"] == 0)]')  # the fault-cell count including the uncovered property
+@pytest.mark.planted("analysis.resume.guards:table", "if prop in cov else NOT_COVERED",
+                     'if prop in cov and prop != "CO" else NOT_COVERED')  # a claimed property's violation hidden
 def test_a_property_outside_the_guards_claim_is_not_covered_never_violated():
     """Bug classes: an effect ledger scored as violating consume-once (a property it never claims); its fault-cell
     count including the uncovered property; a claimed property's violation hidden by the same rule."""
@@ -67,6 +72,8 @@ def test_a_property_outside_the_guards_claim_is_not_covered_never_violated():
     assert "breaks CO" in found["full"]
 
 
+@pytest.mark.planted("analysis.resume.guards:table", 'races = t[(t["k"] > 0)].drop_duplicates(subset=["cell", "repetition"])',
+                     'races = t[(t["k"] > 0)]')  # a race counted once per property row
 def test_saturation_is_over_races_once_each():
     """Bug class: a race counted once per property row (its saturation weighted by the number of properties)."""
     records = pd.DataFrame([rec("g", "EO", p, "valid", k=2, cell="race", fired=f) for p, f in (("EO", 1), ("CO", 1))]
