@@ -40,12 +40,23 @@ QUICK_RACES = ((2, 4), (0.0,))
 RACE_REPETITIONS = {"quick": 1, "paper": 1}
 
 
-def framework_rows(options: Options) -> list[str]:
-    """The user's runtimes (``--mechanisms``), or every declared framework runtime (aliases left out)."""
+def framework_rows(options: Options, profile: str = "paper") -> list[str]:
+    """The user's runtimes (``--mechanisms``), or every declared framework runtime (aliases left out); the quick
+    profile runs each framework's default configuration only (its row without a ``variant``, or its first declared
+    form; the documented safer settings and second forms run in the paper profile, or when named), to stay within
+    the quick profile's time."""
     given = options.mechanisms_for("resume")
     if given:
         return rc.runtimes(options)
-    return list(dict.fromkeys(d.name for d in declared().values()))
+    rows = list(dict.fromkeys(d.name for d in declared().values()))
+    if profile != "quick":
+        return rows
+    plain = {declared()[r].framework for r in rows if not declared()[r].variant}
+    first = {}  # a framework declared only in variants (LlamaIndex's two forms) keeps its first
+    for r in rows:
+        first.setdefault(declared()[r].framework, r)
+    return [r for r in rows if not declared()[r].variant or (declared()[r].framework not in plain
+                                                              and first[declared()[r].framework] == r)]
 
 
 def about(runtime: str) -> tuple[tuple[str, str], ...]:
@@ -81,7 +92,7 @@ class ResumeFrameworks(FaultCells):
         ks, jitters = g.grid(profile) if profile != "quick" else QUICK_RACES
         lab = [c for c in rc.fault_cells(options) if profile != "quick" or c.name in QUICK_CELLS]
         out = []
-        for rt in self.runtime_names(options):
+        for rt in framework_rows(options, profile):
             meta = about(rt)
             out += [Cell(self.name, (("runtime", rt), *meta, ("fault_cell", c.name), ("backend", "sqlite"), ("k", 0),
                                      ("jitter_ms", 0.0)), reps, seed)
