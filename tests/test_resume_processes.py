@@ -6,7 +6,9 @@ that serves more than one racer (planted bug: naive, which each racer runs on).
 """
 from __future__ import annotations
 
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -33,10 +35,14 @@ def run_cell(name: str, runtime: str, backend: Backend):
     return ex, finish(rec, runtime, backend, graph)
 
 
-@pytest.mark.parametrize("runtime,eo", [("naive", "invalid"), ("sequencer", "valid")])
+@pytest.mark.parametrize("runtime,eo", [
+    pytest.param("naive", "invalid", marks=pytest.mark.planted(  # an EO blind to the re-fired effect
+        "analysis.resume.checkers:EffectExactlyOnce.judge", "if len(rows) > 1:", "if False:")),
+    ("sequencer", "valid")])
 def test_sigkill_after_effect_is_real_and_recovery_is_a_new_process(runtime, eo, tmp_path):
     """Planted bug: naive re-runs the node whose effect is durable but whose checkpoint is not (EO invalid);
     the sequencer's idempotent ledger does not."""
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # a planted rerun (tests/planting.py) gets the same tmp_path
     ex, history = run_cell("crash_resume_after_effect_act", runtime, Backend("sqlite", str(tmp_path), "t"))
     assert ex.kills and all(code == -9 for _, code in ex.kills)  # killed by signal 9
     killed = [op for op in history.operations if op.status == "indeterminate"]
@@ -96,6 +102,21 @@ def test_driftlab_check_judges_a_stored_resume_history(tmp_path):
             assert "instead of being refused" in done.stdout
 
 
+LOCK = "runners.resume.concurrency:one_big_race_at_a_time"
+#: the wait for the lock, between pause_clock() and restart_clock() ...
+TIMED_WAIT = ('pause_clock()\n'
+              '        if k * per_racer > RACE_CONNECTIONS:\n'
+              '            _take(conn, "SELECT pg_try_advisory_lock(%s)", INTENT_LOCK)\n'
+              '            _take(conn, "SELECT pg_try_advisory_lock(%s)", RACE_LOCK)\n'
+              '        else:\n'
+              '            _take(conn, "SELECT pg_try_advisory_lock_shared(%s)", INTENT_LOCK)\n'
+              '            _take(conn, "SELECT pg_try_advisory_lock_shared(%s)", RACE_LOCK)\n'
+              '            conn.execute("SELECT pg_advisory_unlock_shared(%s)", (INTENT_LOCK,))\n'
+              '        restart_clock()')
+#: ... and the planted one: the same wait, the cell's clock running through it
+UNTIMED_WAIT_DROPPED = TIMED_WAIT.replace("pause_clock()\n        ", "").replace("\n        restart_clock()", "")
+
+
 def _hold_big_race(task: tuple[str, str, float, int]) -> tuple[float, float]:
     """Hold the race lock of a k = 16 race of ``per_racer`` connections each for ``hold_s``; a race that has the
     server to itself builds an index CONCURRENTLY meanwhile, as DBOS's migration does."""
@@ -119,7 +140,11 @@ def _hold_big_race(task: tuple[str, str, float, int]) -> tuple[float, float]:
 
 @pytest.mark.postgres
 @pytest.mark.xdist_group("race_lock")  # both rows on one worker: each takes the server's race lock itself
-@pytest.mark.parametrize("per_racer", [5, 2], ids=["dbos-like", "lab-like"])
+@pytest.mark.parametrize("per_racer", [
+    pytest.param(5, marks=[pytest.mark.planted(LOCK, TIMED_WAIT, UNTIMED_WAIT_DROPPED),  # the wait counted
+                           pytest.mark.planted(LOCK, "if k * per_racer > RACE_CONNECTIONS:", "if False:")]),  # no lock
+    pytest.param(2, marks=pytest.mark.planted(LOCK, "if k * per_racer > RACE_CONNECTIONS:", "if True:")),  # serialized
+], ids=["dbos-like", "lab-like"])
 def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, monkeypatch, per_racer):
     """Two k = 16 races in two workers.  With DBOS's 5 connections per racer (80 each) one holds the server while
     the other waits, and the waiter's time limit counts from when it has the lock (planted bugs: no lock, so the
