@@ -33,6 +33,7 @@ superstep boundary before it wrote a checkpoint).
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,10 @@ from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUM
                        Adapter)
 
 WORKFLOW = "driftlab-graph"
+#: FileCheckpointStorage warns on stderr for every checkpoint file it cannot read (after a power loss: an emptied
+#: file) and skips it; what the framework then answers (the run gone, or back at an older checkpoint) is the cell's
+#: recorded outcome, so the warning would only reach the user's terminal
+logging.getLogger("agent_framework._workflows._checkpoint").setLevel(logging.ERROR)
 
 
 class NodeExecutor(Executor):
