@@ -8,6 +8,7 @@ step-by-step check can fail.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -69,6 +70,11 @@ class Lab:
         for interpreter in self.interpreters.values():
             interpreter.close()
         self.store.drop()
+
+
+#: case numbers for tests that carry a plant: the planted variant (tests/planting.py) runs the test again on the same
+#: module-scoped store, where the first run's case rows already are
+RERUN_CASES = itertools.count(20_000)
 
 
 @pytest.fixture(scope="module")
@@ -170,11 +176,13 @@ def _let_go(proc):
         os.kill(proc.pid, signal.SIGCONT)
 
 
+@pytest.mark.planted("runners.interleaving:Interpreter.actor", "actor.wait_up(START_TIMEOUT_S)",
+                     "actor.wait_up(self.reply_timeout_s)")  # the actor's start charged to the reply timeout
 def test_an_actor_slow_to_start_is_waited_for_not_charged_to_its_first_step(sqlite_lab):
     """Planted bug (CI, a loaded machine): the first request is sent before the actor is up, so its start counts
     against the reply timeout; the actor is killed as silent and its steps turn indeterminate or error."""
     with Interpreter(SlowToStart(sqlite_lab.store, "target_cas"), "target_cas", reply_timeout_s=0.5) as interpreter:
-        x = interpreter.run(RACE_PAIR, case=10_002)
+        x = interpreter.run(RACE_PAIR, case=next(RERUN_CASES))  # a planted rerun: a case of its own
     assert x.indeterminate == 0 and not x.errors and x.as_expected, _explain([x])
 
 
@@ -202,13 +210,15 @@ class KilledFromOutside(RaceDomain):
         return super().request(step, case)
 
 
+@pytest.mark.planted("runners.interleaving:Interpreter._collect", "if reply is None and actor.exited:",
+                     "if False:")  # the lab's fault recorded as an indeterminate operation
 def test_an_actor_that_dies_by_itself_fails_the_run_instead_of_becoming_a_result(sqlite_lab):
     """Planted bug: a lab fault (an actor's process gone, nothing having killed it) recorded as an indeterminate
     operation, so the pair's published verdict is "unknown" instead of the cell failing with one line."""
     interpreter = Interpreter(KilledFromOutside(sqlite_lab.store, "target_cas"), "target_cas", reply_timeout_s=5)
     try:
         with pytest.raises(LostActor, match=r"worker_b exited with code -9 during commit.*lab's failure"):
-            interpreter.run(RACE_PAIR, case=10_001)
+            interpreter.run(RACE_PAIR, case=next(RERUN_CASES))  # a planted rerun: a case of its own
     finally:
         interpreter.close()
 
