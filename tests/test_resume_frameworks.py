@@ -243,6 +243,7 @@ def _verdicts(runtime: str, cell: str):
     return dict(zip(records["property"], records["verdict"])), records
 
 
+@pytest.mark.planted("analysis.resume.checkers:EffectExactlyOnce.judge", "if len(rows) > 1:", "if len(rows) > 2:")
 @pytest.mark.parametrize("runtime", FRAMEWORKS)
 def test_fault_cell_sigkill_reexecutes_the_gated_effect(runtime):
     """A SIGKILL after the gated effect, then a recovery in a new process: stock LangGraph fires it again, and the
