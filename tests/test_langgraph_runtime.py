@@ -48,10 +48,24 @@ def verdicts(runtime: str, cell: str, backend: str = "sqlite") -> tuple[dict[str
 def test_registered_as_default_rows():
     """Both runtimes are rows of the three process artifacts by default (planted bug: a registry line that names a
     class the module does not define, or a variant whose class name does not match its registered name)."""
+    from mechanisms import MechanismError
+
+    def registered_right(registry: dict[str, str]) -> None:
+        for name in registry:
+            if name.startswith("langgraph"):
+                try:
+                    cls = resolve(name, "resume")
+                except MechanismError as exc:
+                    raise AssertionError(f"{name}: {exc}") from None
+                assert cls.name == name
+
     assert {"langgraph", "langgraph+guard"} <= set(DEFAULT_RUNTIMES)
-    for name in REGISTRY:
-        if name.startswith("langgraph"):
-            assert resolve(name, "resume").name == name
+    registered_right(REGISTRY)
+    lg = "mechanisms.resume.langgraph_runtime:"
+    for line in (lg + "LangGraphNoSuchRuntime", lg + "LangGraphRuntime"):  # planted: a missing class; a name mismatch
+        with pytest.MonkeyPatch.context() as mp, pytest.raises(AssertionError):
+            mp.setitem(REGISTRY, "langgraph[planted]", line)
+            registered_right(REGISTRY)
 
 
 # ---------------------------------------------------------------------------------------------- stock LangGraph
