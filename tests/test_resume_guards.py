@@ -51,7 +51,8 @@ def rec(runtime, covers, prop, verdict, *, k=0, cell="c1", fired=1):
             "effects_fired": fired}
 
 
-@pytest.mark.planted("analysis.resume.guards:table", "if prop in cov else NOT_COVERED", "if True else NOT_COVERED")  # judged on every property
+@pytest.mark.planted("analysis.resume.guards:table", "if prop in cov else NOT_COVERED",
+                     "if True else NOT_COVERED")  # judged on every property
 @pytest.mark.planted("analysis.resume.guards:table", 'faults = t[(t["k"] == 0) & t["property"].isin(cov)]',
                      'faults = t[(t["k"] == 0)]')  # the fault-cell count including the uncovered property
 @pytest.mark.planted("analysis.resume.guards:table", "if prop in cov else NOT_COVERED",
