@@ -6,9 +6,12 @@ against ``tables/resume_frameworks_cells.csv`` and ``tables/resume_frameworks_lo
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pandas as pd
@@ -71,11 +74,22 @@ def test_the_summary_is_the_reports_opening_and_agrees_with_the_tables(run):
 
 
 @pytest.mark.parametrize("make, problem", [
-    (lambda d: None, "no report here"),
-    (lambda d: (d / "report.md").write_text("# driftlab report\n\n## Old section\n"), "before reports opened"),
+    pytest.param(lambda d: None, "no report here", marks=pytest.mark.planted(  # a traceback: the file read anyway
+        "runners.summary:findings", "if not report.is_file():", "if False:")),
+    pytest.param(lambda d: (d / "report.md").write_text("# driftlab report\n\n## Old section\n"),
+                 "before reports opened", marks=pytest.mark.planted(  # an empty print, exit 0
+                     "runners.summary:findings", "if start < 0 or end < start:", "if False:")),
 ], ids=["no-report", "old-report"])
 def test_summary_of_a_folder_without_findings_is_one_line_exit_2(tmp_path, make, problem):
-    """Bug class: a traceback (or an empty print with exit 0) for a folder that has no findings to show."""
+    """Bug class: a traceback (or an empty print with exit 0) for a folder that has no findings to show.  The CLI
+    runs in this process (its output captured here), so a planted variant reaches it."""
+    from runners.cli import main
+
     make(tmp_path)
-    got = driftlab("summary", str(tmp_path))
-    assert got.returncode == 2 and problem in got.stderr and len(got.stderr.strip().splitlines()) == 1
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(["summary", str(tmp_path)])
+        except Exception:  # noqa: BLE001 - a traceback is the bug: reported as such
+            code, err = "traceback", io.StringIO(traceback.format_exc())
+    assert code == 2 and problem in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
