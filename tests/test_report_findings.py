@@ -48,11 +48,19 @@ def run(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.planted("runners.summary:findings", "return text[start:end].rstrip()",
+                     "return text[end:].rstrip()")  # the summary printing what follows the opening
 def test_the_summary_is_the_reports_opening_and_agrees_with_the_tables(run):
     """Bug classes: a summary line that says safe where the cell table shows a violation (or the reverse); the
     loud-refusal answer not matching the losers' table; the report's findings placed after the sections; the
-    summary printing something other than the report's opening."""
-    summary = driftlab("summary", str(run))
+    summary printing something other than the report's opening.  Only the last is planted: the report is written by
+    the run's own ``driftlab reproduce`` subprocess, which no plant reaches; the summary runs in this process."""
+    from runners.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["summary", str(run)])
+    summary = subprocess.CompletedProcess(["driftlab", "summary"], code, out.getvalue(), "")
     assert summary.returncode == 0, summary.stderr
     report = (run / "report.md").read_text()
     assert summary.stdout.strip() in report and report.index("## Findings") < report.index("## Frameworks")
