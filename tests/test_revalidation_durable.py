@@ -138,11 +138,17 @@ REPS = 2
 
 
 @pytest.fixture(scope="module")
-def records() -> pd.DataFrame:
+def outputs() -> list:
+    """(cell, its CellOutput) for every cell: the records and the history the cell's verdicts were judged on."""
     experiment, options = RevalidationDurable(), Options(extra={"repetitions": REPS})
+    return [(cell, experiment.run_cell(cell, options)) for cell in experiment.cells("quick", 7, options)]
+
+
+@pytest.fixture(scope="module")
+def records(outputs) -> pd.DataFrame:
     frames = []
-    for cell in experiment.cells("quick", 7, options):
-        frame = pd.DataFrame(experiment.run_cell(cell, options).records)
+    for cell, out in outputs:
+        frame = pd.DataFrame(out.records)
         for key, value in cell.params:
             frame[key] = value
         frames.append(frame)
@@ -202,8 +208,20 @@ def test_table_and_report(records):
     assert "The 10 cells are the lab's choice" in section.notes and "2 workloads (**refund**, **procurement**)" in section.notes
 
 
-def test_the_oracle_agreement_checker_judges_every_execution(records):
-    """Planted bug caught: a checker that passes NoCheck's released REPLAN/BLOCK effects."""
+@pytest.mark.planted("analysis.revalidation.checkers:OracleAgreement._one", 'if v.get("outcome") == v.get("oracle"):',
+                     'if v.get("outcome") == v.get("oracle") or v.get("released"):')  # released effects pass
+def test_the_oracle_agreement_checker_judges_every_execution(records, outputs):
+    """Planted bug caught: a checker that passes NoCheck's released REPLAN/BLOCK effects.  The records' verdicts
+    were judged when the cells ran (the module's fixture, before any plant); NoCheck's histories are judged again
+    here, so a planted checker is the one judging."""
+    from analysis.revalidation.checkers import OracleAgreement
+
+    for cell, out in outputs:
+        if dict(cell.params)["mechanism"] != "NoCheck":
+            continue
+        oracle = {op.value["group"]: op.value["oracle"] for op in out.history.operations if op.name == "release"}
+        judged = {g.group: g.verdict.value for g in OracleAgreement().judge(out.history)}
+        assert judged == {g: ("invalid" if o != "KEEP" else "valid") for g, o in oracle.items()}, (cell.params, judged)
     for m in ("ATR", "FullScan"):
         assert (records.loc[records["mechanism"] == m, "verdict"] == "valid").all()
     nocheck = records[records["mechanism"] == "NoCheck"]
