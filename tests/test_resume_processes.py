@@ -84,22 +84,31 @@ def test_fault_cell_on_postgres(pg_dsn, tmp_path):
         assert ex.kills and all(code == -9 for _, code in ex.kills)
 
 
+@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge",  # the second value accepted silently passes
+                     'if earlier and call.value.get("state") not in (REFUSED, FAILED) and self.refusal_required:',
+                     "if False:")
 def test_driftlab_check_judges_a_stored_resume_history(tmp_path):
     """`driftlab check` on a resume history: exit 1 with CO's prose witness for naive's second resume, 0 for the
-    sequencer's (planted bug: naive records the second value and answers 'done' instead of refusing)."""
-    import subprocess
-    import sys
+    sequencer's (planted bug: naive records the second value and answers 'done' instead of refusing).  The runtimes
+    run in fork-server children; `driftlab check` runs in this process (its output captured here), so the marker
+    plants the CO checker that must flag naive."""
+    import contextlib
+    import io
 
+    from runners.cli import main
     from vocabulary import history_to_jsonl
 
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # a planted rerun (tests/planting.py) gets the same tmp_path
     for runtime, code in (("naive", 1), ("sequencer", 0)):
         _, history = run_cell("second_resume_head", runtime, Backend("sqlite", str(tmp_path / runtime), "t"))
         path = tmp_path / f"{runtime}.jsonl"
         path.write_text(history_to_jsonl(history))
-        done = subprocess.run([sys.executable, "-m", "runners.cli", "check", str(path)], capture_output=True, text=True)
-        assert done.returncode == code, done.stdout + done.stderr
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            got = main(["check", str(path)])
+        assert got == code, out.getvalue() + err.getvalue()
         if code:
-            assert "instead of being refused" in done.stdout
+            assert "instead of being refused" in out.getvalue()
 
 
 LOCK = "runners.resume.concurrency:one_big_race_at_a_time"
