@@ -57,6 +57,20 @@ def judged_fault(runtime: str, cell: str = "crash_resume_after_effect_act"):
     return records, history, verdicts, witnesses, effects, traces, checkpoints, fired, consumed
 
 
+def recoveries(history, checkpoints):
+    """Each recovery, with the checks every fault-cell test shares: the resume before it was SIGKILLed (indeterminate,
+    signal 9) and the recovery ran in a new process.  Yields (the recovery, its run, its label, the run's durable
+    frontier when it began: the highest step among the checkpoints created before it)."""
+    for rec in _calls(history, "recover"):
+        run, label = rec.value["run"], rec.value["op"]
+        killed = [op for op in _calls(history, "resume") if op.value["run"] == run and op.index < rec.index]
+        assert killed and killed[0].status == "indeterminate" and killed[0].value.get("killed_by") == 9
+        assert rec.value["pid"] != killed[0].value["pid"]  # a new process
+        frontier = max((c.value["step"] for c in checkpoints if c.value["run"] == run
+                        and c.value["created"] < rec.start), default=-1)
+        yield rec, run, label, frontier
+
+
 def _fired(history, key: str) -> dict[str, int]:
     """Firings of effect ``key`` per run, read from the history's ledger entries."""
     out: dict[str, int] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_resume_framework_adapters import _calls, _ledger, judged_fault
+from test_resume_framework_adapters import _calls, _ledger, judged_fault, recoveries
 
 RUNTIMES = ("agno@3.1", "agno[tool-batch]@3.1")
 
@@ -39,14 +39,8 @@ def test_fault_cell_sigkill_after_gated_effect(runtime):
     below = False
     recovers = _calls(history, "recover")
     assert recovers
-    for rec in recovers:
-        run, label = rec.value["run"], rec.value["op"]
-        killed = [op for op in _calls(history, "resume") if op.value["run"] == run and op.index < rec.index]
-        assert killed and killed[0].status == "indeterminate" and killed[0].value.get("killed_by") == 9
-        assert rec.value["pid"] != killed[0].value["pid"]  # a new process
+    for rec, run, label, frontier in recoveries(history, checkpoints):
         assert fired[(run, "2:act", "charge")] >= 1  # the killed resume's charge is in the ledger
-        frontier = max((c.value["step"] for c in checkpoints if c.value["run"] == run
-                        and c.value["created"] < rec.start), default=-1)
         assert frontier == 1  # the pause (prepare's result, approve's requirement): nothing after it was written
         # the recovery runs nothing: the stored run waits for its confirmation
         assert rec.value["state"] == "parked" and not [t for t in traces if t.value.get("op") == label]

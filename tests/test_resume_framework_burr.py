@@ -9,7 +9,7 @@ adapter fails, whatever the release under test does.
 from __future__ import annotations
 
 import pytest
-from test_resume_framework_adapters import _calls, judged_fault
+from test_resume_framework_adapters import _calls, judged_fault, recoveries
 
 RUNTIME = "apache-burr@0.43"
 
@@ -34,13 +34,7 @@ def test_fault_cell_sigkill_after_gated_effect():
     recovers = _calls(history, "recover")
     assert recovers
     below = False
-    for rec in recovers:
-        run, label = rec.value["run"], rec.value["op"]
-        killed = [op for op in _calls(history, "resume") if op.value["run"] == run and op.index < rec.index]
-        assert killed and killed[0].status == "indeterminate" and killed[0].value.get("killed_by") == 9
-        assert rec.value["pid"] != killed[0].value["pid"]  # a new process
-        frontier = max((c.value["step"] for c in checkpoints if c.value["run"] == run
-                        and c.value["created"] < rec.start), default=-1)
+    for rec, run, label, frontier in recoveries(history, checkpoints):
         assert frontier == 2  # approve's row was committed; act's was not (killed after its effect)
         mine = [t.value["node"] for t in traces if t.value.get("op") == label and t.value.get("kind") == "node"]
         below = below or any(t.value["step"] < frontier for t in traces

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_resume_framework_adapters import _calls, _ledger, judged_fault
+from test_resume_framework_adapters import _calls, _ledger, judged_fault, recoveries
 
 RUNTIME = "crewai@1.15"
 
@@ -34,14 +34,8 @@ def test_fault_cell_sigkill_after_gated_effect():
     below = False
     recovers = _calls(history, "recover")
     assert recovers
-    for rec in recovers:
-        run, label = rec.value["run"], rec.value["op"]
-        killed = [op for op in _calls(history, "resume") if op.value["run"] == run and op.index < rec.index]
-        assert killed and killed[0].status == "indeterminate" and killed[0].value.get("killed_by") == 9
-        assert rec.value["pid"] != killed[0].value["pid"]  # a new process
+    for rec, run, label, frontier in recoveries(history, checkpoints):
         assert fired[(run, "2:act", "charge")] >= 1  # the killed resume's charge is in the ledger
-        frontier = max((c.value["step"] for c in checkpoints if c.value["run"] == run
-                        and c.value["created"] < rec.start), default=-1)
         assert frontier == 2  # approve's row was committed; act's was not (killed after its effect)
         mine = [t for t in traces if t.value.get("op") == label and t.value.get("kind") == "node"]
         below = below or any(t.value["step"] < frontier for t in mine)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from test_resume_framework_adapters import _calls, _fault, _ledger, judged_fault
+from test_resume_framework_adapters import _calls, _fault, _ledger, judged_fault, recoveries
 
 RUNTIME = "prefect@3.9"
 #: `prefect flow-run retry`'s refusal of a run not in a terminal state (prefect/cli/flow_run.py)
@@ -38,11 +38,7 @@ def test_fault_cell_sigkill_after_gated_effect():
         RUNTIME)
     recovers = _calls(history, "recover")
     assert recovers
-    for rec in recovers:
-        run, label = rec.value["run"], rec.value["op"]
-        killed = [op for op in _calls(history, "resume") if op.value["run"] == run and op.index < rec.index]
-        assert killed and killed[0].status == "indeterminate" and killed[0].value.get("killed_by") == 9
-        assert rec.value["pid"] != killed[0].value["pid"]  # a new process
+    for rec, run, label, frontier in recoveries(history, checkpoints):
         assert fired[(run, "2:act", "charge")] >= 1  # the killed resume's charge is in the ledger
         mine = [op for op in (*effects, *traces) if op.value.get("op") == label]
         # stock Prefect has nothing that moves a RUNNING run whose engine died: the retry's rule refuses it
