@@ -58,15 +58,34 @@ def pytest_configure(config):
                                        "after it passes (tests/planting.py)")
 
 
-@pytest.hookimpl(wrapper=True)
+def _rerun(item, n: int) -> None:
+    """Run the test again, with a fresh ``tmp_path`` (a folder of its own inside the first) if it takes one."""
+    if "tmp_path" in item.funcargs:
+        if n == 0:
+            item.first_tmp_path = item.funcargs["tmp_path"]
+        fresh = item.first_tmp_path / f"rerun-{n}"
+        fresh.mkdir()
+        item.funcargs["tmp_path"] = fresh
+    item.runtest()
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)  # inside the capture plugin's wrapper: capsys still captures
 def pytest_runtest_call(item):
     """After a test passes, each of its planted variants must make it fail (tests/planting.py)."""
     result = yield
-    for mark in item.iter_markers("planted"):
+    marks = list(item.iter_markers("planted"))
+    if marks:  # the control: a second run without any plant must pass, or a plant's failure would prove nothing
+        try:
+            _rerun(item, 0)
+        except (Exception, pytest.fail.Exception) as exc:  # noqa: BLE001 - whatever made the second run fail
+            pytest.fail(f"this test fails when run a second time without its plant ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else ''}): its planted variants prove nothing; make "
+                        "it rerunnable (fresh folders, schemas and captured output per run)", pytrace=False)
+    for n, mark in enumerate(marks, 1):
         target, old, new = mark.args
         with planted(target, old, new), _in_children(target, old, new):
             try:
-                item.runtest()
+                _rerun(item, n)
             except (Exception, pytest.fail.Exception):  # noqa: BLE001 - any failure of the test: the bug caught
                 continue
         pytest.fail(f"the planted variant of {target} ({old!r} -> {new!r}) passes this test: its docstring's "

@@ -5,14 +5,17 @@ A test whose docstring names a bug class carries the bug as a marker beside it::
     @pytest.mark.planted("analysis.resume.checkers:check_co", "len(values) > 1", "len(values) > 2")
     def test_a_second_value_is_a_violation(): ...
 
-After the test passes, the hook in ``tests/conftest.py`` swaps the named function's code for the same source
-with ``old`` replaced by ``new`` (exactly one occurrence: the planted bug), runs the test again, and fails it if the
-test still passes: the claim in its docstring is then false.  The code object is swapped in place, so every
+After the test passes, the hook in ``tests/conftest.py`` runs it once more as it is (the control: a test that fails a
+second run proves nothing with its plants, and the hook says so), then swaps the named function's code for the same
+source with ``old`` replaced by ``new`` (exactly one occurrence: the planted bug), runs the test again, and fails it
+if the test still passes: the claim in its docstring is then false.  The code object is swapped in place, so every
 reference to the function (``from x import f``, a registry of checkers) runs the planted variant; the original is
 restored afterwards.  Only module-level functions and methods without zero-argument ``super()`` can be planted.
 While the test runs the second time, the plant is also in every Python it starts with this process's environment
 (a ``driftlab`` CLI run, a forked worker): ``tests/plant_site/sitecustomize.py`` applies it at start-up.  A
-framework's environment server is the exception (it runs another Python, with a clean environment).
+framework's environment server is the exception (it runs another Python, with a clean environment), and so is a
+test that runs a copy of the tree: the plant imports the lab from where it is installed, so such a test carries no
+plant (its child would run the installed tree's code, not the copy's).
 The test is run whole a second time: a test whose history comes from a real race (its outcome decided by which
 process the scheduler runs first) cannot carry a plant, since its second run is another race; such tests stay in
 ``tests/data/unplanted.txt`` with their timing-free assertions.

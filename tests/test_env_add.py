@@ -31,9 +31,6 @@ def driftlab(cwd: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=900)
 
 
-@pytest.mark.planted("runners.resume.env_add:rewrite",
-                     'body = [ln for ln in text.splitlines() if not re.match(r"^\\s*aliases\\s*=", ln)]',
-                     "body = text.splitlines()")
 def test_env_add_then_one_command_judges_the_release(tmp_path):
     """`env add` writes the folder from the adapter's template, locks it with the lab's uv, checks the locked
     release, builds it, and prints the one command; that command judges the new row from its own histories.
@@ -66,8 +63,7 @@ def test_env_add_then_one_command_judges_the_release(tmp_path):
     ("langgraph==latest", "write FRAMEWORK==RELEASE"),
     ("nosuchframework==1.0", "no adapter for framework 'nosuchframework'"),
     ("langgraph==1.2.24", "already exists"),
-    pytest.param("langgraph==1.2.999", "lock failed", marks=pytest.mark.planted(  # a half-written folder left
-        "runners.resume.env_add:add", "shutil.rmtree(folder, ignore_errors=True)", "pass")),
+    ("langgraph==1.2.999", "lock failed"),
 ], ids=["no-release", "not-a-number", "no-adapter", "shipped", "not-on-the-registry"])
 def test_env_add_bad_requests_are_one_line_and_leave_nothing(tmp_path, request_, problem):
     """Bug classes: a traceback for a malformed request; a half-written folder left behind after a failed lock

@@ -453,12 +453,25 @@ class LazyFSError(RuntimeError):
     """The lab's file system could not be mounted, commanded or unmounted: a failure of the lab, one line."""
 
 
+def control_path(point: str) -> str:
+    """The control socket of the mount at ``point``: beside it, or, where that path is longer than a Unix socket's
+    address may be (108 bytes: a run folder deep in a long path), in the temporary folder under a name derived from
+    the mount point's path."""
+    beside = point + ".control"
+    if len(beside.encode()) < 100:
+        return beside
+    import hashlib
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"{PREFIX}{hashlib.sha256(point.encode()).hexdigest()[:16]}.control")
+
+
 def _served(point: str) -> bool:
     """True if the mount's server still answers on its control socket (a live run's mount, not a leftover)."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(5)
-            s.connect(point + ".control")
+            s.connect(control_path(point))
             s.sendall(b"ping\n")
             return s.recv(16).strip() == b"ok"
     except OSError:
@@ -505,7 +518,7 @@ class Mount:
         self.ops, self.env = ops, env
         if PREFIX not in str(self.point):
             raise ValueError(f"{point}: a lazy mount point's path carries {PREFIX!r} (so a later run can find it)")
-        self.control = str(self.point) + ".control"
+        self.control = control_path(str(self.point))
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout_s: float = 20.0) -> "Mount":
