@@ -668,7 +668,6 @@ def test_a_changed_environment_lock_is_a_changed_run(tmp_path, monkeypatch):
     from runners.engine import Request, check_identity, identity
     from runners.experiment import DriftlabError, Options
 
-    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # a planted rerun (tests/planting.py) gets the same tmp_path
     root = scratch_envs(tmp_path)
     monkeypatch.setenv("DRIFTLAB_ENVS", str(root))
     request = Request(experiments=("resume_frameworks",), profile="quick", seed=1,

@@ -44,8 +44,8 @@ LAB_PACKAGES = {"vocabulary", "scenarios", "mechanisms", "faults", "runners", "a
 
 
 def fresh(tmp_path: Path) -> Path:
-    """A new directory under ``tmp_path``: a planted variant (tests/planting.py) runs the test again with the same
-    ``tmp_path``, and must not find the first run's databases there."""
+    """A new directory under ``tmp_path``: one per call where a test runs a real saver and its planted variant side
+    by side (each rerun of tests/planting.py gets a fresh ``tmp_path`` of its own)."""
     return Path(tempfile.mkdtemp(dir=tmp_path))
 
 

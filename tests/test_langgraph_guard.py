@@ -29,6 +29,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import Command, interrupt  # noqa: E402
+from psycopg import sql  # noqa: E402
 from psycopg.rows import dict_row  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
@@ -77,14 +78,20 @@ def pg_schema(pg_dsn):
     drop_schema(pg_dsn, schema)
 
 
+def search_path(schema: str) -> sql.Composed:
+    """``SET search_path`` to ``schema``, the name composed as an identifier."""
+    return sql.SQL("SET search_path TO {}").format(sql.Identifier(schema))
+
+
 def pg_conn(dsn: str, schema: str):
-    return psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                           options=f"-c search_path={schema}")
+    conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    conn.execute(search_path(schema))
+    return conn
 
 
 def fresh(tmp_path: Path) -> Path:
-    """A new directory under ``tmp_path``: a planted variant (tests/planting.py) runs the test again with the same
-    ``tmp_path``, and must not find the first run's databases there."""
+    """A new directory under ``tmp_path``: one per call where a test runs a real saver and its planted variant side
+    by side (each rerun of tests/planting.py gets a fresh ``tmp_path`` of its own)."""
     return Path(tempfile.mkdtemp(dir=tmp_path))
 
 
@@ -191,8 +198,8 @@ def test_conformance_kit_full_on_postgres(pg_dsn, pg_schema):
     def make(cls, schema):
         async def factory():
             async with await psycopg.AsyncConnection.connect(
-                    pg_dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                    options=f"-c search_path={schema}") as conn:
+                    pg_dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+                await conn.execute(search_path(schema))
                 saver = cls(conn)
                 await saver.setup()
                 yield saver

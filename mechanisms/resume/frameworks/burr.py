@@ -82,7 +82,7 @@ from typing import Any
 from burr.core import Action, ApplicationBuilder, State, default
 from burr.core.persistence import SQLitePersister
 
-from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,
+from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DURING_CHECKPOINT_WRITE,
                        FAILED, REFUSED, Adapter)
 
 #: Burr warns on stderr ("undefined behavior -- you should fix!") when a run of a finished application computes no
@@ -91,10 +91,10 @@ from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUM
 logging.getLogger("burr.core.application").setLevel(logging.ERROR)
 
 FIELDS = ("input", "approval", "steps", "log")
-TABLE = "burr_state"
+TABLE = "burr_state"  # the statements below name it literally (no SQL text is formatted)
 INPUT = "approval"
 #: Burr's DDL (SQLitePersister.create_table_if_not_exists) with created_at in milliseconds (module docstring)
-DDL = (f"CREATE TABLE IF NOT EXISTS {TABLE} (partition_key TEXT DEFAULT '', app_id TEXT NOT NULL, "
+DDL = ("CREATE TABLE IF NOT EXISTS burr_state (partition_key TEXT DEFAULT '', app_id TEXT NOT NULL, "
        "sequence_id INTEGER NOT NULL, position TEXT NOT NULL, status TEXT NOT NULL, state TEXT NOT NULL, "
        "created_at TIMESTAMP DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), "
        "PRIMARY KEY (partition_key, app_id, sequence_id, position))")
@@ -243,7 +243,7 @@ class BurrAdapter(Adapter):
             return []
         conn = sqlite3.connect(str(self.db), timeout=30)
         try:
-            return conn.execute(f"SELECT sequence_id, position, status, state, created_at FROM {TABLE} "
+            return conn.execute("SELECT sequence_id, position, status, state, created_at FROM burr_state "
                                 "WHERE partition_key = '' AND app_id = ? ORDER BY sequence_id, rowid",
                                 (run_id,)).fetchall()
         except sqlite3.OperationalError as exc:  # the table is not there yet

@@ -61,7 +61,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -78,8 +77,10 @@ from google.adk.sessions import DatabaseSessionService  # noqa: E402
 from google.adk.sessions.schemas.v1 import StorageEvent  # noqa: E402
 from google.adk.tools import FunctionTool, ToolContext  # noqa: E402
 from google.genai import types  # noqa: E402
+from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict  # noqa: E402
 from sqlalchemy import event as sa_event  # noqa: E402
+from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 from sqlalchemy.orm import Session as SaSession  # noqa: E402
 
 from .protocol import (AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, DURING_CHECKPOINT_WRITE,  # noqa: E402
@@ -158,16 +159,24 @@ class GoogleADKAdapter(Adapter):
             db = Path(backend["location"]) / f"{self.ns}adk.sqlite"
             self.service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{db}")
         else:  # the DSN's server, ADK's tables in schema <ns> (created by setup; the lab drops it after the cell)
-            if not re.fullmatch(r"[a-z_][a-z0-9_]*", self.ns):
-                raise ValueError(f"namespace {self.ns!r} is not a plain schema name")
-            self.service = DatabaseSessionService(
-                db_url="postgresql+psycopg://",
-                connect_args={**conninfo_to_dict(backend["location"]), "options": f"-c search_path={self.ns}"})
+            engine = create_async_engine("postgresql+psycopg://", connect_args=conninfo_to_dict(backend["location"]))
+            sa_event.listen(engine.sync_engine, "connect", self._search_path)
+            self.service = DatabaseSessionService(db_engine=engine)
         agent = LlmAgent(name="driftlab_graph", model=ScriptedLlm(names=list(self.graph.names)),
                          instruction="Run the graph's nodes in order.",
                          tools=[self._tool(i) for i in range(len(self.graph.nodes))])
         self.app = App(name=APP, root_agent=agent, resumability_config=ResumabilityConfig(is_resumable=True))
         self.runner = Runner(app=self.app, session_service=self.service)
+
+    def _search_path(self, dbapi_conn, _record) -> None:
+        """Each new PostgreSQL connection's search path: ADK's tables in schema ``<ns>`` (the name an identifier,
+        composed by psycopg, never formatted into the statement)."""
+        cur = dbapi_conn.cursor()
+        try:
+            cur.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.ns)))
+        finally:
+            cur.close()
+        dbapi_conn.commit()
 
     def _tool(self, step: int) -> FunctionTool:
         rt, node = self, self.graph.nodes[step]
