@@ -46,25 +46,14 @@ def test_fault_cell_sigkill_after_gated_effect():
         assert consumed[run] == 1
     assert (verdicts["PC"] == "invalid") == below
 
-
-def test_race_k2():
-    """Two racers forked from the env's warm server answer one parked confirmation at one barrier: both answer,
-    and every gated firing and every consumption in the ledger carries the label of the racer that made it.  ADK's
-    DatabaseSessionService checks a session's storage revision at each append (StaleSessionError), but on SQLite
-    without a row lock (row-level locking is used on PostgreSQL and MySQL only): two answers to one
-    adk_request_confirmation call can both pass the check and be appended, both racers then run the confirmed tool,
-    and the one whose next append comes second fails there.  So a failed racer may hold one consumption (never a
-    charge: it fails before act); a racer refused with StaleSessionError ran nothing; a served one consumed once and
-    charged once, or nothing if the other's invocation had already ended (ADK answers a stray confirmation of a
-    finished invocation by running nothing).  In this lab's runs the loser consumed and failed.  CO and EO judge
-    exactly what the ledger holds (planted bugs: racers that never answer or whose answers are lost; a
-    StaleSessionError after a node ran recorded as a refusal; an adapter that runs a node itself, which would charge
-    without a consumption of its own; a checker that misses two consumptions of one interrupt)."""
+def _race_tied_to_the_ledger(backend: str) -> None:
+    """One k=2 race on ``backend``, every answer and verdict tied to what the ledger holds (the two tests below)."""
     from runners.experiment import Options
     from runners.resume.concurrency import race_cell
 
-    out = race_cell("resume_frameworks", RUNTIME, "sqlite", 2, 0.0, 1, 7, Options())
+    out = race_cell("resume_frameworks", RUNTIME, backend, 2, 0.0, 1, 7, Options())
     r, history = out.records, out.history
+    assert history.meta.get("backend") == backend, history.meta
     assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] + r["failed"][0] == 2, r
     racers = [op for op in history.operations if op.actor.startswith("racer-")]
     consumed = [op for op in _ledger(history, "trace") if op.value.get("kind") == "consume"]
@@ -85,6 +74,23 @@ def test_race_k2():
     assert r["served"][0] >= 1 and len(charged) >= 1, r
 
 
+
+def test_race_k2():
+    """Two racers forked from the env's warm server answer one parked confirmation at one barrier: both answer,
+    and every gated firing and every consumption in the ledger carries the label of the racer that made it.  ADK's
+    DatabaseSessionService checks a session's storage revision at each append (StaleSessionError), but on SQLite
+    without a row lock (row-level locking is used on PostgreSQL and MySQL only): two answers to one
+    adk_request_confirmation call can both pass the check and be appended, both racers then run the confirmed tool,
+    and the one whose next append comes second fails there.  So a failed racer may hold one consumption (never a
+    charge: it fails before act); a racer refused with StaleSessionError ran nothing; a served one consumed once and
+    charged once, or nothing if the other's invocation had already ended (ADK answers a stray confirmation of a
+    finished invocation by running nothing).  In this lab's runs the loser consumed and failed.  CO and EO judge
+    exactly what the ledger holds (planted bugs: racers that never answer or whose answers are lost; a
+    StaleSessionError after a node ran recorded as a refusal; an adapter that runs a node itself, which would charge
+    without a consumption of its own; a checker that misses two consumptions of one interrupt)."""
+    _race_tied_to_the_ledger("sqlite")
+
+
 def test_race_k2_postgres(pg_dsn):
     """The same race on PostgreSQL, where ADK's stale-session check locks the session's row (SELECT ... FOR
     UPDATE): the check and the append are one step, so a racer that loaded the session before the other's answer
@@ -95,26 +101,4 @@ def test_race_k2_postgres(pg_dsn):
     verdicts are tied to the ledger whatever the timing: CO is invalid exactly when two consumptions are in the
     ledger, EO exactly when two charges are.  Planted bugs as in the SQLite race, and a lab that runs the
     PostgreSQL cell on SQLite (the history's backend is checked)."""
-    from runners.experiment import Options
-    from runners.resume.concurrency import race_cell
-
-    out = race_cell("resume_frameworks", RUNTIME, "postgres", 2, 0.0, 1, 7, Options())
-    r, history = out.records, out.history
-    assert history.meta.get("backend") == "postgres", history.meta
-    assert r["indeterminate"] == [0] and r["served"][0] + r["refused"][0] + r["failed"][0] == 2, r
-    racers = [op for op in history.operations if op.actor.startswith("racer-")]
-    consumed = [op for op in _ledger(history, "trace") if op.value.get("kind") == "consume"]
-    charged = [op for op in _ledger(history, "effect") if op.value.get("effect") == "charge"]
-    assert len(racers) == 2 and len(charged) == r["effects_fired"][0]
-    assert (r["co_verdict"][0] == "invalid") == (len(consumed) > 1)
-    assert (r["eo_verdict"][0] == "invalid") == (len(charged) > 1)
-    for racer in racers:
-        label = racer.value["op"]
-        mine_c = [t for t in consumed if t.value["op"] == label]
-        mine_e = [e for e in charged if e.value["op"] == label]
-        if racer.value["state"] in ("refused", "failed"):
-            assert racer.value["reason"].startswith("StaleSessionError: "), racer.value
-            assert not mine_e and racer.value["state"] == ("failed" if mine_c else "refused")
-        else:
-            assert racer.value["state"] == "done" and len(mine_c) == len(mine_e) <= 1
-    assert r["served"][0] >= 1 and len(charged) >= 1, r
+    _race_tied_to_the_ledger("postgres")
