@@ -55,15 +55,17 @@ def test_fault_cell_sigkill_after_gated_effect():
             assert (verdicts["EO"] == "invalid") == (charges[run] > 1)
 
 
-#: pydantic-graph's own refusals: no 'created' snapshot left to restore, or a claimed snapshot already running
-REFUSALS = ("GraphRuntimeError: ", "GraphNodeStatusError: ")
+#: pydantic-graph's own refusals: no 'created' snapshot left to restore, a claimed snapshot already running, or
+#: (before any node ran in the racer's call) its FileStatePersistence lock file removed under it by the winner
+REFUSALS = ("GraphRuntimeError: ", "GraphNodeStatusError: ", "FileNotFoundError: ")
+LOCK = ".pydantic-graph-persistence-lock'"
 
 
 def test_race_k2():
     """Two racers forked from the env's warm server resume one parked interrupt.  pydantic-graph claims snapshots
     one at a time under its file lock, so the interrupt is consumed once; what the other racer gets depends on
     timing, and the lab must judge each answer from the ledger: refused by pydantic-graph (nothing 'created' left,
-    or the snapshot it claimed already running), failed with the framework's own error (e.g. its lock file unlinked
+    the snapshot it claimed already running, or its lock file gone before any node ran), failed with the framework's own error (e.g. its lock file unlinked
     under it: FileNotFoundError; loud, so CO holds), or served a later snapshot the winner had just persisted, with
     no value consumed (silently accepted: CO violated; a charge it fired, too).  Planted bugs: racers that never
     answer or whose answers are lost; an adapter that reads the file and runs the interrupt node itself (two
@@ -87,6 +89,7 @@ def test_race_k2():
     other = next(op.value for op in racers if op.value["op"] != consumed[0])
     if other["state"] == "refused":
         assert other["reason"].startswith(REFUSALS)
+        assert not other["reason"].startswith("FileNotFoundError") or other["reason"].endswith(LOCK)
         assert not [v for v in ledger if v.get("op") == other["op"]]  # refused before any node ran
     elif other["state"] == "failed":
         assert other["reason"]
