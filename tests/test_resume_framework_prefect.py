@@ -61,7 +61,7 @@ def test_race_k2():
     invalid, when the winner had consumed the value before that answer; one that answered first is not).  Either way one racer consumed the value and charged once, so EO holds.  Planted bugs this catches:
     racers whose answers are lost; an adapter that runs the flow's tasks outside Prefect's engine and its server's
     one-submission rule (two consumptions); a refusal invented by the adapter instead of Prefect's own
-    NotPausedError; a CO/EO verdict that disagrees with the ledger and the racers' answers."""
+    NotPausedError (or its server's rejection of the second resume); a CO/EO verdict that disagrees with the ledger and the racers' answers."""
     from runners.experiment import Options
     from runners.resume.concurrency import race_cell
 
@@ -86,7 +86,9 @@ def test_race_k2():
             continue
         assert not [v for v in ledger if v.get("op") == label]  # the loser ran no task
         if state == "refused":
-            assert racer.value["reason"].startswith("NotPausedError: Cannot resume a run that isn't paused"), racer
+            # Prefect's own two: the run read not paused, or (both read it paused) the server rejected the second
+            assert racer.value["reason"].startswith(("NotPausedError: Cannot resume a run that isn't paused",
+                                                     "RuntimeError: Cannot resume this run")), racer
         else:
             assert state in ("done", "parked")
             # silently accepted only if the value was already consumed when it answered: a loser that answered the
