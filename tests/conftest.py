@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 
 import pytest
 
-from planting import planted
+from planting import FRAMEWORKS, check_adapter_plant, planted
 
 from runners.backends import postgres_dsn
 
@@ -23,13 +24,20 @@ PLANT_SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plant_sit
 
 @contextlib.contextmanager
 def _in_children(target: str, old: str, new: str):
-    """The plant also in every Python the test starts with this process's environment (tests/plant_site)."""
-    saved = {k: os.environ.get(k) for k in ("DRIFTLAB_PLANT", "PYTHONPATH")}
-    os.environ["DRIFTLAB_PLANT"] = json.dumps([target, old, new])
+    """The plant also in every Python the test starts with this process's environment (tests/plant_site), and in
+    every framework env server started meanwhile (runners/resume/envs.py passes it on; those servers, keyed on the
+    plant, are stopped afterwards so none outlives the planted run)."""
+    saved = {k: os.environ.get(k) for k in ("DRIFTLAB_PLANT", "DRIFTLAB_PLANT_SITE", "PYTHONPATH")}
+    os.environ["DRIFTLAB_PLANT"] = plant = json.dumps([target, old, new])
+    os.environ["DRIFTLAB_PLANT_SITE"] = PLANT_SITE
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (PLANT_SITE, saved["PYTHONPATH"]) if p)
     try:
         yield
     finally:
+        envs = sys.modules.get("runners.resume.envs")
+        for key, server in list(getattr(envs, "_SERVERS", {}).items()):
+            if key.endswith("/" + plant):
+                envs._SERVERS.pop(key).close()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -83,7 +91,10 @@ def pytest_runtest_call(item):
                         "it rerunnable (fresh folders, schemas and captured output per run)", pytrace=False)
     for n, mark in enumerate(marks, 1):
         target, old, new = mark.args
-        with planted(target, old, new), _in_children(target, old, new):
+        if target.startswith(FRAMEWORKS):  # an adapter: planted in the env servers the rerun starts (plant_site)
+            check_adapter_plant(target, old)
+        here = contextlib.nullcontext() if target.startswith(FRAMEWORKS) else planted(target, old, new)
+        with here, _in_children(target, old, new):
             try:
                 _rerun(item, n)
             except (Exception, pytest.fail.Exception):  # noqa: BLE001 - any failure of the test: the bug caught

@@ -12,20 +12,25 @@ if the test still passes: the claim in its docstring is then false.  The code ob
 reference to the function (``from x import f``, a registry of checkers) runs the planted variant; the original is
 restored afterwards.  Only module-level functions and methods without zero-argument ``super()`` can be planted.
 While the test runs the second time, the plant is also in every Python it starts with this process's environment
-(a ``driftlab`` CLI run, a forked worker): ``tests/plant_site/sitecustomize.py`` applies it at start-up.  A
-framework's environment server is the exception (it runs another Python, with a clean environment), and so is a
-test that runs a copy of the tree: the plant imports the lab from where it is installed, so such a test carries no
-plant (its child would run the installed tree's code, not the copy's).
+(a ``driftlab`` CLI run, a forked worker, a framework's environment server: ``runners/resume/envs.py`` passes the
+plant on to it): ``tests/plant_site/sitecustomize.py`` applies it at start-up.  A test that runs a copy of the tree
+is the exception: the plant imports the lab from where it is installed, so such a test carries no plant (its child
+would run the installed tree's code, not the copy's).
+A plant in a framework's adapter (target ``driftlab_frameworks.<module>:...``, a module of
+``mechanisms/resume/frameworks``) is applied in the env servers the rerun starts only (the lab never imports an
+adapter); a server started under a plant serves that rerun alone (``runners/resume/envs.py`` keys its servers on it).
 The test is run whole a second time: a test whose history comes from a real race (its outcome decided by which
 process the scheduler runs first) cannot carry a plant, since its second run is another race; such tests stay in
 ``tests/data/unplanted.txt`` with their timing-free assertions.
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import textwrap
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 
@@ -40,6 +45,25 @@ def _target(target: str):
     if not inspect.isfunction(func):
         raise ValueError(f"planted {target}: not a function ({type(func).__name__})")
     return inspect.unwrap(func)
+
+
+FRAMEWORKS = "driftlab_frameworks."  # an adapter's module: imported only inside its env server (plant_site)
+
+
+def check_adapter_plant(target: str, old: str) -> None:
+    """An adapter's plant, checked from its source file (the lab cannot import an adapter: its framework lives in
+    the env only): the named function exists and holds ``old`` exactly once, as :func:`planted` will require."""
+    module, _, qualname = target.partition(":")
+    path = Path(__file__).resolve().parents[1] / "mechanisms" / "resume" / "frameworks" / f"{module[len(FRAMEWORKS):]}.py"
+    source = path.read_text(encoding="utf-8")
+    node: ast.AST = ast.parse(source)
+    for part in qualname.split("."):
+        node = next((n for n in ast.iter_child_nodes(node) if getattr(n, "name", None) == part), None)
+        if node is None:
+            raise ValueError(f"planted {target}: no {part} in {path.name}")
+    count = (ast.get_source_segment(source, node) or "").count(old)
+    if count != 1:
+        raise ValueError(f"planted {target}: {old!r} occurs {count} times in its source, not once")
 
 
 @contextmanager

@@ -55,6 +55,7 @@ def test_fault_cell_sigkill_after_gated_effect():
 UNIQUE = "IntegrityError: UNIQUE constraint failed: burr_state."
 
 
+@pytest.mark.planted("driftlab_frameworks.burr:BurrAdapter.resume", "if not self._rows(run_id):", "if True:")
 def test_race_k2():
     """Two racers forked from the env's warm server resume one parked application at one barrier.  Both load the
     parked row (sequence id 0, prepare's) and run approve with their value; Burr's primary key lets one insert

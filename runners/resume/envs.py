@@ -270,7 +270,10 @@ class EnvServer:
         self.decl = decl
         env = ensure_row(decl)
         clean = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME",
-                                                                   "PYTHONSTARTUP")}
+                                                                   "PYTHONSTARTUP", "DRIFTLAB_PLANT")}
+        if os.environ.get("DRIFTLAB_PLANT") and os.environ.get("DRIFTLAB_PLANT_SITE"):  # a test's planted variant
+            clean.update(DRIFTLAB_PLANT=os.environ["DRIFTLAB_PLANT"],  # reaches the server (tests/planting.py)
+                         PYTHONPATH=os.environ["DRIFTLAB_PLANT_SITE"])
         try:
             self.proc = subprocess.Popen([str(env.python), "-P", str(PROTOCOL), decl.adapter,
                                           json.dumps(decl.options)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -328,7 +331,8 @@ def where(runtime: str) -> str:
 def server(name: str) -> EnvServer:
     """This process's fork server for the framework runtime ``name`` (started on first use; a dead one replaced)."""
     decl = declared()[name]
-    key = f"{decl.env}/{decl.adapter}/{json.dumps(decl.options, sort_keys=True)}"
+    # a server started under a test's planted variant (tests/planting.py) is never one a later call without it reuses
+    key = f"{decl.env}/{decl.adapter}/{json.dumps(decl.options, sort_keys=True)}/{os.environ.get('DRIFTLAB_PLANT', '')}"
     s = _SERVERS.get(key)
     if s is None or s.proc.poll() is not None or s.owner != os.getpid():
         s = _SERVERS[key] = EnvServer(decl)

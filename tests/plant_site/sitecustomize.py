@@ -1,24 +1,54 @@
 """Planted variants in the lab's child processes (tests/planting.py): a ``driftlab`` CLI started by a test whose
-planted variant is being checked runs with the same plant.
+planted variant is being checked runs with the same plant, and so does a framework's environment server.
 
 The hook in ``tests/conftest.py`` puts this folder on ``PYTHONPATH`` and the plant in ``DRIFTLAB_PLANT`` (JSON:
 ``[target, old, new]``) while it runs a test the second time; Python imports ``sitecustomize`` at start-up, so
 every interpreter the test starts with that environment swaps the function's code before it runs anything.
 Without ``DRIFTLAB_PLANT`` this module does nothing.
+
+An env server (``runners/resume/envs.py``: the env's own Python running ``mechanisms/resume/frameworks/protocol.py``)
+gets the plant too; a plant in an adapter (target ``driftlab_frameworks.<module>:...``) is applied there only: the
+package is loaded from this tree the way ``protocol.load_package`` loads it, so the server, and every call's child
+it forks, runs the planted adapter.
 """
 import json
 import os
 import sys
 
 _PLANT = os.environ.get("DRIFTLAB_PLANT")
-if _PLANT:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for planting
-    try:
-        from planting import planted
+_TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_FRAMEWORKS = os.path.join(_TREE, "mechanisms", "resume", "frameworks")
 
-        _KEPT = planted(*json.loads(_PLANT))  # held for the life of this process (its exit would restore the code)
-        _KEPT.__enter__()
-    except ImportError:  # a Python without the lab (a tool's own interpreter): nothing of the lab to plant in
-        pass
-    finally:
-        sys.path.pop(0)
+
+def _env_server() -> bool:
+    return any(a.endswith(os.path.join("frameworks", "protocol.py")) for a in getattr(sys, "orig_argv", ()))
+
+
+def _load_frameworks() -> None:
+    """``driftlab_frameworks`` as protocol.load_package makes it (this tree's adapters folder, never on sys.path)."""
+    import importlib.util
+
+    if "driftlab_frameworks" in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location("driftlab_frameworks", os.path.join(_FRAMEWORKS, "__init__.py"),
+                                                  submodule_search_locations=[_FRAMEWORKS])
+    pkg = importlib.util.module_from_spec(spec)
+    sys.modules["driftlab_frameworks"] = pkg
+    spec.loader.exec_module(pkg)
+
+
+if _PLANT:
+    _ADAPTER = json.loads(_PLANT)[0].startswith("driftlab_frameworks.")
+    if not _ADAPTER or _env_server():  # an adapter's plant in env servers only; the lab's in every Python of the lab
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for planting
+        try:
+            from planting import planted
+
+            if _ADAPTER:
+                _load_frameworks()
+            _KEPT = planted(*json.loads(_PLANT))  # held for the life of this process (its exit would restore the code)
+            _KEPT.__enter__()
+        except ImportError:  # a Python without the lab (a tool's own interpreter): nothing of the lab to plant in
+            pass
+        finally:
+            sys.path.pop(0)
