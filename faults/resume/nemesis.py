@@ -134,10 +134,21 @@ CLAIMS = {
     "langgraph+remit": Claim(r"INSERT INTO remit_claims\b", "sync", "REMIT's gate row (INSERT INTO remit_claims)"),
     "langgraph": Claim(r"INSERT INTO checkpoint_writes\b", "sync",
                        "stock LangGraph has no claim: its resume write (INSERT INTO checkpoint_writes)"),
+    # DBOS 3.4 (dbos/_sys_db.py, SystemDatabase.start_queued_workflows and its partitioned twin): a resumed workflow
+    # runs only once a live executor dequeues it, "marking them PENDING and updating their executor ID" in one
+    # UPDATE of workflow_status (status ENQUEUED -> PENDING, executor_id = the claimer) inside a transaction; its
+    # recovery re-enqueues the workflow so that this "atomic ENQUEUED->PENDING dequeue ... admits exactly one
+    # runner" (dbos/_recovery.py).  SQLAlchemy compiles its SET clause in the table's column order, status first,
+    # executor_id second; no other UPDATE of DBOS sets both (the re-enqueue sets status, updated_at, queue_name)
+    "dbos@3.4": Claim(r"UPDATE\s+(\w+\.)?workflow_status\s+SET\s+status=\S+,\s*executor_id=", "commit",
+                      "DBOS's dequeue claim (UPDATE workflow_status SET status=PENDING, executor_id=... COMMIT)"),
 }
 
 #: the subjects (runtimes that take a PostgreSQL DSN and run in the lab's own process); quick runs the first two
 SUBJECTS = ("langgraph+guard", "langgraph", "sequencer", "langgraph+remit")
+#: framework releases in their own environments (runners/resume/envs.py) with a PostgreSQL system database: paper
+#: profile only (each cell starts an env server per resumer, and DBOS's calls wait for the workflow, up to 30 s)
+FRAMEWORK_SUBJECTS = ("dbos@3.4",)
 
 
 def fault(name: str) -> Fault:

@@ -36,22 +36,23 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import time
 import uuid
 from pathlib import Path
 
-from faults.resume.nemesis import COMBINED, FAULTS, SUBJECTS, claim, fault
+from faults.resume.nemesis import COMBINED, FAULTS, FRAMEWORK_SUBJECTS, SUBJECTS, claim, fault
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.processes import fork_start, read_line
 from runners.resume import hosts as hostlib
-from runners.resume import pgcluster
+from runners.resume import nemesis_envs, pgcluster
 from runners.resume.cells import Recorder, setup_backend
 from runners.resume.nemesis_proxy import serve_child
 from runners.resume.procs import build
 from vocabulary import History
-from vocabulary.resume import CHECKPOINT, DEFAULT_GRAPH, DONE, EFFECT, FAILED, PARKED, REFUSED, STORES_READ, TRACE, \
-    Backend, GraphSpec, Status
+from vocabulary.resume import CHECKPOINT, CONSUME, DEFAULT_GRAPH, DONE, EFFECT, FAILED, PARKED, REFUSED, STORES_READ, \
+    TRACE, Backend, GraphSpec, Status
 
 READY = "ready"  # the pseudo-point a racer stops at, connected, before its resume (runners/resume/nemesis_hosts.py)
 CALL_S = 60.0  # a resumer that neither answers nor is held by the fault in this time is a failure of the lab
@@ -91,14 +92,21 @@ class _PauseAt:
 
     def point(self, name: str, run_id: str, step: int, node: str) -> None:
         if self.pause is not None and (name, node) == self.pause:
-            self.pause = None
-            os.write(self.wfd, (json.dumps({"at": name, "t": time.time()}) + "\n").encode())
-            read_line(self.rfd, CALL_S * 3)
+            self.hold({"at": name, "t": time.time()})
+
+    def hold(self, said: dict) -> None:
+        """Say ``said`` to the parent (where and when this resumer stopped) and wait for its go."""
+        self.pause = None
+        os.write(self.wfd, (json.dumps(said) + "\n").encode())
+        read_line(self.rfd, CALL_S * 3)
 
 
 def _resumer(netns: str, runtime: str, backend: dict, graph: dict, call: str, run: str, label: str, pause,
-             wfd: int, rfd: int) -> None:
-    """One call from one host (forked child): enter the host, build the runtime, call, answer on ``wfd``."""
+             wfd: int, rfd: int, pause_dir: str | None = None) -> None:
+    """One call from one host (forked child): enter the host, build the runtime, call, answer on ``wfd``.
+
+    A framework runtime's call runs in its env server, which this process starts here, inside the host; its pause
+    is relayed from there (``runners/resume/nemesis_envs.py``) into ``pause_dir``."""
     from runners.plugins import describe, is_store_fault, refusals_of
 
     hostlib.enter(netns)
@@ -113,10 +121,14 @@ def _resumer(netns: str, runtime: str, backend: dict, graph: dict, call: str, ru
         pass
     answer: dict = {"pid": os.getpid()}
     start = time.time()
+    relay = None
     try:
-        rt, attempts = _connect(runtime, backend, graph, _PauseAt(label, pause, wfd, rfd))
+        hooks = _PauseAt(label, pause, wfd, rfd)
+        rt, attempts = _connect(runtime, backend, graph, hooks)
         if attempts > 1:
             answer["connect_attempts"] = attempts
+        if pause and tuple(pause) != (READY, "") and nemesis_envs.is_framework(runtime):
+            relay = nemesis_envs.Relay(rt, tuple(pause), Path(pause_dir), hooks.hold, CALL_S * 3)
         if pause and tuple(pause) == (READY, ""):  # a race: connected, wait for the start signal with the others
             rt.hooks.point(READY, run, 0, "")
         start = time.time()
@@ -124,7 +136,9 @@ def _resumer(netns: str, runtime: str, backend: dict, graph: dict, call: str, ru
         answer["status"] = st.to_dict()
         if st.state == FAILED and LOST.search(st.reason or ""):
             answer["indeterminate"] = st.reason
-    except Exception as exc:  # noqa: BLE001 - sorted below: a refusal, a lost connection, or the lab's failure
+    except DriftlabError as exc:  # the lab's own failure (an env server that died or hung): never an outcome
+        answer["lab"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - sorted below: a refusal, a lost connection, or the runtime's failure
         rt_cls = None
         try:
             from mechanisms import resolve
@@ -138,6 +152,9 @@ def _resumer(netns: str, runtime: str, backend: dict, graph: dict, call: str, ru
             answer["indeterminate"] = describe(exc)
         else:
             answer["error"] = describe(exc)
+    finally:
+        if relay is not None:
+            relay.close()
     answer.update(start=start, end=time.time())
     os.write(wfd, (json.dumps(answer, default=str) + "\n").encode())
 
@@ -165,12 +182,12 @@ class _Call:
     """A resumer process as the parent sees it: its pipes, what it said, when."""
 
     def __init__(self, netns: str, runtime: str, backend: Backend, graph: GraphSpec, call: str, run: str,
-                 label: str, pause=None):
+                 label: str, pause=None, pause_dir: Path | None = None):
         self.label, self.call = label, call
         r1, self.w = os.pipe()  # parent -> child: go
         self.r, w2 = os.pipe()  # child -> parent: at / answer
         self.pid = fork_start(_resumer, (netns, runtime, backend.to_dict(), graph.to_dict(), call, run, label, pause,
-                                         w2, r1))
+                                         w2, r1, str(pause_dir) if pause_dir else None))
         os.close(r1)
         os.close(w2)
         self.at: dict | None = None
@@ -187,6 +204,12 @@ class _Call:
             return msg
         self.answer = msg  # it answered without reaching its point
         return None
+
+    @property
+    def holder(self) -> int:
+        """The process that holds the call's connections at its point: a framework's call process in its env server
+        (its pid said with the pause), else the resumer itself."""
+        return int((self.at or {}).get("pid") or self.pid)
 
     def go(self) -> None:
         try:
@@ -304,15 +327,18 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                 evidence.append(f"victim dials the proxy at {hs[0].store_addr}:{port}")
 
             def launch(i: int, call: str = "resume", pause=None, backend: Backend | None = None) -> _Call:
-                c = _Call(hs[i].netns, runtime, backend or at_host(i), graph, call, run,
-                          f"{run}/{call}@h{i}#{len(calls) + 1}", pause)
+                label = f"{run}/{call}@h{i}#{len(calls) + 1}"
+                c = _Call(hs[i].netns, runtime, backend or at_host(i), graph, call, run, label, pause,
+                          scratch / f"dlnem-pause-{os.getpid()}-{uuid.uuid4().hex[:6]}" if pause else None)
                 calls.append(c)
                 return c
 
             # 1. the victim resumes (and stops at its point, if the fault has one)
             victim = launch(0, pause=f.pause, backend=victim_backend)
             if f.pause and victim.wait_at(CALL_S) is None and victim.answer is None:
-                raise DriftlabError(f"resume_nemesis: {runtime}: the victim neither reached {f.pause[0]} nor answered")
+                raise DriftlabError(f"resume_nemesis: {envs_where(runtime)}{runtime}: the victim neither reached "
+                                    f"{f.pause[0]} nor answered in {CALL_S:g} s")
+            _lab_failed(runtime, [victim])
             if f.pause and victim.at is None:  # the fault would not land: never recorded as a cell
                 raise DriftlabError(f"resume_nemesis: {runtime}: the victim answered before reaching {f.pause[0]} "
                                     f"({_said_status(victim.answer or {})}): {f.name} could not land")
@@ -327,8 +353,10 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                 evidence.append(f"postmaster {pid} SIGKILLed at the victim's {f.pause[0]}; restarted"
                                 + (" with crash recovery" if pg.recovered() else ""))
             elif f.kind == "client_paused" and victim.at:
-                os.kill(victim.pid, signal.SIGSTOP)
-                evidence.append(f"victim pid {victim.pid} SIGSTOPped at {f.pause[0]}")
+                os.kill(victim.holder, signal.SIGSTOP)
+                evidence.append(f"victim pid {victim.holder} SIGSTOPped at {f.pause[0]}"
+                                + (f" (its call's process in the env server of resumer {victim.pid})"
+                                   if victim.holder != victim.pid else ""))
             elif f.proxy in ("cut", "drop"):
                 victim.result(CALL_S)
                 events = proxy.events(DRAIN_WAIT_S)
@@ -347,11 +375,14 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                 evidence.append(f"the proxy held every reply to the victim {f.delay_ms:g} ms")
                 time.sleep(f.stagger_s)
             if f.kill and victim.at:  # combined: the victim dies at its point while the fault holds
+                holder = victim.holder
+                if holder != victim.pid:  # a framework's call process first, so that nobody sees its executor alive
+                    _kill_gone(holder)
                 os.kill(victim.pid, signal.SIGKILL)
                 os.waitpid(victim.pid, 0)
                 victim.answer = {"indeterminate": f"SIGKILL at {f.pause[0]} of {f.pause[1]}", "pid": victim.pid,
                                  "start": victim.started, "killed_by": 9}
-                evidence.append(f"victim pid {victim.pid} SIGKILLed at {f.pause[0]}")
+                evidence.append(f"victim pid {holder} SIGKILLed at {f.pause[0]}")
             # 3. the others resume
             others = [launch(i) for i in range(1, k)]
             blocked = []
@@ -368,7 +399,7 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
             elif f.kind == "client_paused" and victim.at:
                 time.sleep(max(0.0, f.heal_s - (time.time() - victim.at["t"])))
                 if not f.kill:
-                    os.kill(victim.pid, signal.SIGCONT)
+                    os.kill(victim.holder, signal.SIGCONT)
                 healed_at = time.time()
                 evidence.append(("SIGCONT" if not f.kill else "the pause ended (the victim was already killed)")
                                 + f" after {healed_at - victim.at['t']:.1f} s")
@@ -376,7 +407,9 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                 victim.go()
             for c in [victim, *others]:
                 if c.result(CALL_S) is None:
-                    raise DriftlabError(f"resume_nemesis: {runtime}: {c.label} gave no answer in {CALL_S:g} s")
+                    raise DriftlabError(f"resume_nemesis: {envs_where(runtime)}{runtime}: {c.label} gave no answer "
+                                        f"in {CALL_S:g} s")
+            _lab_failed(runtime, [victim, *others])
             if blocked:
                 evidence.append(f"{len(blocked)} other(s) blocked until the fault healed")
             # 5. indeterminate callers re-send once, from a fresh process on the same host
@@ -385,15 +418,17 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                     i = int(c.label.rsplit("@h", 1)[1].split("#")[0])
                     retry = launch(i)
                     if retry.result(CALL_S) is None:
-                        raise DriftlabError(f"resume_nemesis: {runtime}: the retry {retry.label} gave no answer")
+                        raise DriftlabError(f"resume_nemesis: {envs_where(runtime)}{runtime}: the retry {retry.label} "
+                                            "gave no answer")
             # 6. the documented recovery if the run is not done
             state_before = _state(runtime, local, graph, pg, run)
             stuck = state_before != DONE
             if stuck:
                 rec_call = launch(0, "recover")
                 if rec_call.result(CALL_S) is None:
-                    raise DriftlabError(f"resume_nemesis: {runtime}: the recovery gave no answer")
+                    raise DriftlabError(f"resume_nemesis: {envs_where(runtime)}{runtime}: the recovery gave no answer")
             final = _state(runtime, local, graph, pg, run) if stuck else state_before
+            _lab_failed(runtime, calls)
             for c in calls:
                 _record(rec, c, run)
             errors = [c for c in calls if "error" in c.answer]
@@ -407,12 +442,16 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                 c.close()
             if proxy is not None:
                 proxy.close()
+            for folder in scratch.glob(f"dlnem-pause-{os.getpid()}-*"):
+                shutil.rmtree(folder, ignore_errors=True)
     from analysis.resume.checkers import check_all
 
     results = check_all(history)
     effects = sum(1 for op in history.operations if op.name == EFFECT and op.value.get("task") == gated)
+    consumed = sum(1 for op in history.operations if op.name == TRACE and op.value.get("kind") == CONSUME)
     calls_said = "; ".join(_said(c) for c in calls)
-    record = {"repetition": rep, "seed": seed, "effects_fired": effects, "stuck_before_recovery": stuck,
+    record = {"repetition": rep, "seed": seed, "effects_fired": effects, "interrupt_consumed": consumed,
+              "stuck_before_recovery": stuck,
               "state_before_recovery": state_before, "state_after_recovery": final,
               "indeterminate": sum(1 for c in calls if "indeterminate" in c.answer),
               "refused": sum(1 for c in calls if c.answer.get("status", {}).get("state") == REFUSED),
@@ -427,6 +466,36 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
 
 
 DRAIN_WAIT_S = 12.0
+
+
+def envs_where(runtime: str) -> str:
+    """``"environment E, adapter A: "`` for a framework runtime, naming where a hung or dead call ran; else ""."""
+    if not nemesis_envs.is_framework(runtime):
+        return ""
+    from runners.resume.envs import where
+
+    return where(runtime)
+
+
+def _lab_failed(runtime: str, calls: list) -> None:
+    """Stop the cell with one line if a call failed for the lab's own reason (its env server died or hung)."""
+    for c in calls:
+        if c.answer and "lab" in c.answer:
+            raise DriftlabError(f"resume_nemesis: {runtime}: {c.label}: {c.answer['lab']} (a failure of the lab, "
+                                "never a result)")
+
+
+def _kill_gone(pid: int, timeout: float = 10.0) -> None:
+    """SIGKILL ``pid`` (not a child of this process: a framework's call process) and wait until it is gone."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while hostlib._alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if hostlib._alive(pid):
+        raise DriftlabError(f"resume_nemesis: the victim's call process {pid} outlived its SIGKILL for {timeout:g} s")
 
 
 def _short(sql: str) -> str:
@@ -510,11 +579,14 @@ class ResumeNemesis(Experiment):
         atexit.register(_say_swept)  # workers SIGKILLed by Ctrl-C leave theirs: removed when this process exits
         for rt in options.mechanisms_for("resume") or ():
             claim(rt)
+            if nemesis_envs.unpausable(rt):
+                raise DriftlabError(f"resume_nemesis: {nemesis_envs.unpausable(rt)}")
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         if requirements():
             return []  # said in check(): skipped in a larger selection, refused when named
-        subjects = options.mechanisms_for("resume") or (QUICK_SUBJECTS if profile == "quick" else SUBJECTS)
+        subjects = options.mechanisms_for("resume") or (QUICK_SUBJECTS if profile == "quick"
+                                                         else (*SUBJECTS, *FRAMEWORK_SUBJECTS))
         ks = (2,) if profile == "quick" else (2, 4, 8)
         reps = options.extra.get("repetitions") or REPETITIONS[profile]
         if reps < 1:

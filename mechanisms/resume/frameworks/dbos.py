@@ -56,6 +56,7 @@ holding the value, is recorded; the next step has not started).
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -103,6 +104,37 @@ def graph_workflow(initial: dict) -> dict:
     return state
 
 
+PAUSE_S = 180.0  # the longest a paused call waits for the lab's go (then it goes on by itself)
+
+
+class PauseAtPoint:
+    """The nemesis's pause (``runners/resume/nemesis.py``): at ``at`` = (point, node), say so and wait for the lab.
+
+    The env's fork server can kill a call at a named point, not hold it there while a fault lands, and a request
+    carries no pipe to the lab; so the lab names a folder (``pause_dir``, in the request's options) and the call,
+    at its point, writes ``at`` there (the point, the node, the time and this process's pid: the process that
+    holds DBOS's connections, which the lab SIGSTOPs or SIGKILLs) and polls for ``go``, at most ``limit_s``.
+    Once only; every other point goes to the call's own hook (its crash point, if any)."""
+
+    def __init__(self, inner, at: tuple[str, str], folder: Path, limit_s: float):
+        self.inner, self.at, self.folder, self.limit_s = inner, at, folder, limit_s
+
+    @property
+    def op(self) -> str:
+        return self.inner.op
+
+    def point(self, name: str, run_id: str, step: int, node: str) -> None:
+        if self.at is not None and (name, node) == self.at:
+            self.at = None
+            tmp = self.folder / "at.tmp"
+            tmp.write_text(json.dumps({"at": name, "node": node, "t": time.time(), "pid": os.getpid()}))
+            os.replace(tmp, self.folder / "at")
+            deadline = time.monotonic() + self.limit_s
+            while not (self.folder / "go").exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        self.inner.point(name, run_id, step, node)
+
+
 def _alive(executor: str) -> bool:
     """Whether the process of executor ``driftlab-<pid>`` (this host) still runs."""
     pid = executor.rpartition("-")[2]
@@ -118,12 +150,18 @@ def _alive(executor: str) -> bool:
 
 
 def _sqlalchemy_url(dsn: str) -> str:
-    """A libpq keyword DSN (``host=... dbname=...``) or URL as the URL DBOS takes."""
+    """A libpq keyword DSN (``host=... dbname=...``) or URL as the URL DBOS takes.  A ``host`` that is a folder (a
+    Unix socket's, as the nemesis's private cluster gives its driver) goes in the query, as libpq takes it there;
+    ``connect_timeout`` is kept (a connection across a partitioned link then fails in that time, as libpq's)."""
     if "://" in dsn:
         return dsn
     kv = dict(part.split("=", 1) for part in dsn.split())
     auth = kv.get("user", "postgres") + (f":{kv['password']}" if "password" in kv else "")
-    return f"postgresql://{auth}@{kv.get('host', 'localhost')}:{kv.get('port', '5432')}/{kv.get('dbname', 'postgres')}"
+    host, port, db = kv.get("host", "localhost"), kv.get("port", "5432"), kv.get("dbname", "postgres")
+    query = [f"connect_timeout={kv['connect_timeout']}"] if "connect_timeout" in kv else []
+    if host.startswith("/"):
+        return f"postgresql://{auth}@/{db}?" + "&".join([f"host={host}", f"port={port}", *query])
+    return f"postgresql://{auth}@{host}:{port}/{db}" + ("?" + "&".join(query) if query else "")
 
 
 class DBOSAdapter(Adapter):
@@ -147,6 +185,9 @@ class DBOSAdapter(Adapter):
             self.url, self.schema = _sqlalchemy_url(backend["location"]), self.ns
         self.executor: str | None = None
         self._client: DBOSClient | None = None
+        if self.options.get("pause_at"):  # the nemesis stops this call at a named point (PauseAtPoint)
+            self.hooks = PauseAtPoint(self.hooks, tuple(self.options["pause_at"]), Path(self.options["pause_dir"]),
+                                      float(self.options.get("pause_s", PAUSE_S)))
 
     # ------------------------------------------------------------------ DBOS in this process
     def _config(self, executor: str) -> DBOSConfig:
