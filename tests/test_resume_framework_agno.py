@@ -56,6 +56,7 @@ def test_fault_cell_sigkill_after_gated_effect(runtime):
     assert (verdicts["PC"] == "invalid") == below
 
 
+@pytest.mark.planted("driftlab_frameworks.agno:AgnoAdapter.resume", "if not mine:", "if True:")  # invented refusal
 @pytest.mark.parametrize("backend", ("sqlite", "postgres"))
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_race_k2(runtime, backend, request):

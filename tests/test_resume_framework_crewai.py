@@ -51,6 +51,7 @@ def test_fault_cell_sigkill_after_gated_effect():
     assert (verdicts["PC"] == "invalid") == below
 
 
+@pytest.mark.planted("driftlab_frameworks.crewai:CrewAIAdapter.resume", "if checkpoint_id is not None:", "if True:")
 def test_race_k2():
     """Two racers forked from the env's warm server resume one parked interrupt at one barrier: both answer, and
     every gated firing and every consumption in the ledger carries the label of the racer that made it.

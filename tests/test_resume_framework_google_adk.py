@@ -75,6 +75,7 @@ def _race_tied_to_the_ledger(backend: str) -> None:
 
 
 
+@pytest.mark.planted("driftlab_frameworks.google_adk:GoogleADKAdapter.resume", "if not calls:", "if True:")
 def test_race_k2():
     """Two racers forked from the env's warm server answer one parked confirmation at one barrier: both answer,
     and every gated firing and every consumption in the ledger carries the label of the racer that made it.  ADK's
@@ -85,12 +86,14 @@ def test_race_k2():
     charge: it fails before act); a racer refused with StaleSessionError ran nothing; a served one consumed once and
     charged once, or nothing if the other's invocation had already ended (ADK answers a stray confirmation of a
     finished invocation by running nothing).  In this lab's runs the loser consumed and failed.  CO and EO judge
-    exactly what the ledger holds (planted bugs: racers that never answer or whose answers are lost; a
-    StaleSessionError after a node ran recorded as a refusal; an adapter that runs a node itself, which would charge
+    exactly what the ledger holds (planted bugs: racers that never answer or whose answers are lost; a refusal
+    invented by the adapter instead of ADK's StaleSessionError (planted below: every resume refused before it
+    answers the confirmation); a StaleSessionError after a node ran recorded as a refusal; an adapter that runs a node itself, which would charge
     without a consumption of its own; a checker that misses two consumptions of one interrupt)."""
     _race_tied_to_the_ledger("sqlite")
 
 
+@pytest.mark.planted("driftlab_frameworks.google_adk:GoogleADKAdapter.resume", "if not calls:", "if True:")
 def test_race_k2_postgres(pg_dsn):
     """The same race on PostgreSQL, where ADK's stale-session check locks the session's row (SELECT ... FOR
     UPDATE): the check and the append are one step, so a racer that loaded the session before the other's answer

@@ -58,6 +58,7 @@ def test_fault_cell_sigkill_after_gated_effect():
     assert "charge" in witnesses["EO"]
 
 
+@pytest.mark.planted("analysis.resume.checkers:ConsumeOnce.judge", "if len(rows) > 1:", "if len(rows) > 2:")
 def test_race_k2():
     """Two racers forked from the env's warm server resume one parked interrupt.  Planted bugs caught: racers whose
     answers are lost (indeterminate, or served + refused != 2), racers that never overlap (their calls' intervals

@@ -51,6 +51,7 @@ def test_fault_cell_sigkill_after_gated_effect():
     assert verdicts["EO"] == "valid" and verdicts["CO"] == "valid"
 
 
+@pytest.mark.planted("driftlab_frameworks.prefect:PrefectAdapter.resume", "if fr is None:", "if True:")  # invented refusal
 def test_race_k2():
     """Two racers forked from the env's warm server resume one suspended flow run at one barrier, each with
     resume_flow_run and then Prefect's engine on the run.  The server resumes a paused run once; a racer whose client

@@ -8,6 +8,7 @@ or adapter fails, whatever the release under test does.
 """
 from __future__ import annotations
 
+import pytest
 from test_resume_framework_adapters import _fault, _fired
 
 RUNTIME = "pydantic-graph@1.107"
@@ -61,6 +62,8 @@ REFUSALS = ("GraphRuntimeError: ", "GraphNodeStatusError: ", "FileNotFoundError:
 LOCK = ".pydantic-graph-persistence-lock'"
 
 
+@pytest.mark.planted("driftlab_frameworks.pydantic_graph:PydanticGraphAdapter.resume", "if checkpoint_id is not None:",
+                     "if True:")  # a refusal invented by the adapter
 def test_race_k2():
     """Two racers forked from the env's warm server resume one parked interrupt.  pydantic-graph claims snapshots
     one at a time under its file lock, so the interrupt is consumed once; what the other racer gets depends on
