@@ -24,7 +24,7 @@ from analysis.resume.verdicts import worst_verdict
 
 COLUMNS = ["runtime", "fault", "k", "property", "repetitions", "verdict", "effects_fired", "effects_fired_max",
            "stuck_before_recovery", "stuck_after_recovery", "state_before_recovery", "state_after_recovery", "served",
-           "refused", "indeterminate", "crashes", "evidence", "calls", "witness"]
+           "refused", "indeterminate", "crashes", "evidence", "calls", "witness", "interrupt_consumed_max"]
 #: the faults in the order faults/resume/nemesis.py declares them (the baseline first); others follow as found
 ORDER = ("none", "partition", "cut_at_commit", "commit_lost", "slow_store", "store_crash", "client_paused", "sigkill",
          "partition+sigkill", "store_crash+sigkill", "client_paused+sigkill")
@@ -51,7 +51,10 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
                     "state_after_recovery": first["state_after_recovery"],
                     "served": int(first["served"]), "refused": int(first["refused"]),
                     "indeterminate": int(first["indeterminate"]), "crashes": int(g["crashes"].sum()),
-                    "evidence": first["evidence"], "calls": first["calls"], "witness": first["witness"]})
+                    "evidence": first["evidence"], "calls": first["calls"], "witness": first["witness"],
+                    # the interrupt node's consume traces (the ledger's own count; records before it was kept: -1)
+                    "interrupt_consumed_max": int(g["interrupt_consumed"].max())
+                    if "interrupt_consumed" in g and g["interrupt_consumed"].notna().all() else -1})
     t = pd.DataFrame(out, columns=COLUMNS)
     rank = {f: i for i, f in enumerate(ORDER)}
     t["_order"] = [rank.get(f, len(ORDER)) for f in t["fault"]]
@@ -153,9 +156,15 @@ def _answers(tab: pd.DataFrame) -> list[str]:
         for r in t[t["fault"] == "store_crash"].drop_duplicates(["k"]).itertuples():
             later = [c for c in str(r.calls).split("; ") if "#1:" not in c and "/recover" not in c]
             again = [c for c in later if c.split(": ", 1)[-1].startswith(("done", "parked"))]
-            out.append(f"After the store's crash ({rt}, k={r.k}): the consumed interrupt was "
-                       + ("still consumed: every later resume was refused" if not again else
-                          f"served again by {len(again)} later resume(s) ({again[0]})")
+            if r.interrupt_consumed_max >= 0:  # the ledger's trace says how often the interrupt node consumed a value
+                said = ("still consumed: the interrupt node consumed a value once" if r.interrupt_consumed_max <= 1
+                        else f"consumed again: the interrupt node consumed a value {r.interrupt_consumed_max} times")
+                said += (f" (in the trace; {len(again)} later resume(s) answered {again[0].split(': ', 1)[-1][:20]}"
+                         " all the same)" if again and r.interrupt_consumed_max <= 1 else " (in the trace)")
+            else:
+                said = ("still consumed: every later resume was refused" if not again else
+                        f"served again by {len(again)} later resume(s) ({again[0]})")
+            out.append(f"After the store's crash ({rt}, k={r.k}): the consumed interrupt was " + said
                        + f"; gated effect fired up to {r.effects_fired_max} time(s)"
                        + (f" (the calls of the first repetition with the worst verdict, of {r.repetitions})"
                           if r.repetitions > 1 else "") + ".")

@@ -46,6 +46,7 @@ from faults.resume.nemesis import COMBINED, FAULTS, FRAMEWORK_SUBJECTS, SUBJECTS
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.processes import fork_start, read_line
 from runners.resume import hosts as hostlib
+from mechanisms.resume.framework import FrameworkCallFailed
 from runners.resume import nemesis_envs, pgcluster
 from runners.resume.cells import Recorder, setup_backend
 from runners.resume.nemesis_proxy import serve_child
@@ -134,10 +135,17 @@ def _resumer(netns: str, runtime: str, backend: dict, graph: dict, call: str, ru
         start = time.time()
         st = rt.resume(run, VALUE) if call == "resume" else rt.recover(run)
         answer["status"] = st.to_dict()
-        if st.state == FAILED and LOST.search(st.reason or ""):
+        if st.state == FAILED and LOST.search(st.reason or "") and not nemesis_envs.definite(runtime, st.reason):
             answer["indeterminate"] = st.reason
     except DriftlabError as exc:  # the lab's own failure (an env server that died or hung): never an outcome
         answer["lab"] = str(exc)
+    except FrameworkCallFailed as exc:  # the env server's own verdict on the call
+        if nemesis_envs.LAB_CODE in str(exc):  # the lab's node code raised in the env: its failure, never an outcome
+            answer["lab"] = str(exc)
+        elif LOST.search(str(exc)):  # the adapter's call lost its connection: its client cannot know the outcome
+            answer["indeterminate"] = describe(exc)
+        else:
+            answer["error"] = describe(exc)
     except Exception as exc:  # noqa: BLE001 - sorted below: a refusal, a lost connection, or the runtime's failure
         rt_cls = None
         try:

@@ -24,6 +24,7 @@ adapter does not is refused in one line before any cell runs.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import threading
 import time
@@ -32,6 +33,24 @@ from pathlib import Path
 POLL_S = 0.01
 #: adapters that read ``pause_at`` / ``pause_dir`` (their call stops at the point until the lab's ``go``)
 PAUSABLE = ("dbos:DBOSAdapter",)
+
+
+#: what the env server says when the lab's own node code raised inside a call (protocol.Adapter.judge): the lab's
+#: failure, never the framework's outcome
+LAB_CODE = "the lab's code raised inside"
+#: adapter -> the start of a ``failed`` reason that reports the run's terminal status read from the framework's
+#: store: a definite answer, even when the status's error names a lost connection (DBOS: adapter ``state``)
+TERMINAL = {"dbos:DBOSAdapter": re.compile(r"workflow (ERROR|CANCELLED|MAX_RECOVERY_ATTEMPTS_EXCEEDED)\b")}
+
+
+def definite(runtime: str, reason: str) -> bool:
+    """True when a framework's ``failed`` answer is the run's own terminal status (:data:`TERMINAL`), not a call that
+    lost its connection."""
+    from mechanisms.resume.frameworks import declared
+
+    d = declared().get(runtime)
+    pattern = TERMINAL.get(d.adapter) if d else None
+    return bool(pattern and pattern.match(reason or ""))
 
 
 def is_framework(runtime: str) -> bool:

@@ -53,6 +53,10 @@ recorded its output), ``parked`` (the workflow waits in ``recv``; the call has
 not returned) and ``after_resume_consumed`` (the interrupt step's output,
 holding the value, is recorded; the next step has not started).
 ``during_checkpoint_write`` is not reachable (pyproject's ``not_applicable``).
+A request whose options carry ``pause_at`` = (point, node) and ``pause_dir``
+stops its call there until the lab says go (:class:`PauseAtPoint`: the
+nemesis's pause, ``runners/resume/nemesis_envs.py``); the fork server itself
+only kills at a point.
 """
 from __future__ import annotations
 
@@ -67,7 +71,7 @@ from dbos import error as dbos_error
 from dbos._utils import INTERNAL_QUEUE_NAME
 
 from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUMED, DONE, FAILED, PARKED,
-                       REFUSED, Adapter, current)
+                       REFUSED, Adapter, Ledger, current)
 
 TOPIC = "decision"
 RECV_TIMEOUT_S = 7 * 24 * 3600  # a human decision may take days: DBOS's recv would otherwise return None at 60 s
@@ -114,10 +118,13 @@ class PauseAtPoint:
     carries no pipe to the lab; so the lab names a folder (``pause_dir``, in the request's options) and the call,
     at its point, writes ``at`` there (the point, the node, the time and this process's pid: the process that
     holds DBOS's connections, which the lab SIGSTOPs or SIGKILLs) and polls for ``go``, at most ``limit_s``.
-    Once only; every other point goes to the call's own hook (its crash point, if any)."""
+    Once only; every other point goes to the call's own hook (its crash point, if any).  At the go, ``after`` runs
+    (the adapter opens its effect ledger's connection again: the ledger is the lab's record of the world, not the
+    subject, so a store crash or partition aimed at DBOS never lands in the lab's instrument; DBOS's own
+    connections are left as the fault left them)."""
 
-    def __init__(self, inner, at: tuple[str, str], folder: Path, limit_s: float):
-        self.inner, self.at, self.folder, self.limit_s = inner, at, folder, limit_s
+    def __init__(self, inner, at: tuple[str, str], folder: Path, limit_s: float, after=None):
+        self.inner, self.at, self.folder, self.limit_s, self.after = inner, at, folder, limit_s, after
 
     @property
     def op(self) -> str:
@@ -132,6 +139,8 @@ class PauseAtPoint:
             deadline = time.monotonic() + self.limit_s
             while not (self.folder / "go").exists() and time.monotonic() < deadline:
                 time.sleep(0.01)
+            if self.after is not None:
+                self.after()
         self.inner.point(name, run_id, step, node)
 
 
@@ -187,7 +196,7 @@ class DBOSAdapter(Adapter):
         self._client: DBOSClient | None = None
         if self.options.get("pause_at"):  # the nemesis stops this call at a named point (PauseAtPoint)
             self.hooks = PauseAtPoint(self.hooks, tuple(self.options["pause_at"]), Path(self.options["pause_dir"]),
-                                      float(self.options.get("pause_s", PAUSE_S)))
+                                      float(self.options.get("pause_s", PAUSE_S)), self._reopen_ledger)
 
     # ------------------------------------------------------------------ DBOS in this process
     def _config(self, executor: str) -> DBOSConfig:
@@ -217,6 +226,11 @@ class DBOSAdapter(Adapter):
             return
         if not _alive(st.executor_id):
             DBOS._recover_pending_workflows([st.executor_id])
+
+    def _reopen_ledger(self) -> None:
+        """A fresh connection to the effect ledger (after the nemesis's pause: :class:`PauseAtPoint`)."""
+        self.ledger.close()
+        self.ledger = Ledger(self.backend)
 
     def client(self) -> DBOSClient:
         if self._client is None:
