@@ -109,6 +109,7 @@ def graph_workflow(initial: dict) -> dict:
 
 
 PAUSE_S = 180.0  # the longest a paused call waits for the lab's go (then it goes on by itself)
+LEDGER_ATTEMPTS, LEDGER_BACKOFF_S = 20, 0.5  # reconnecting the effect ledger after the pause (_reopen_ledger)
 
 
 class PauseAtPoint:
@@ -228,9 +229,21 @@ class DBOSAdapter(Adapter):
             DBOS._recover_pending_workflows([st.executor_id])
 
     def _reopen_ledger(self) -> None:
-        """A fresh connection to the effect ledger (after the nemesis's pause: :class:`PauseAtPoint`)."""
+        """A fresh connection to the effect ledger (after the nemesis's pause: :class:`PauseAtPoint`), tried again
+        while the store cannot be reached yet (a link just healed, a cluster just restarted), at most
+        :data:`LEDGER_ATTEMPTS` times; the last failure is the lab's (its instrument), recorded as the lab's code's
+        fault so that the call is never judged as DBOS's answer."""
         self.ledger.close()
-        self.ledger = Ledger(self.backend)
+        for attempt in range(1, LEDGER_ATTEMPTS + 1):
+            try:
+                self.ledger = Ledger(self.backend)
+                return
+            except Exception as exc:  # noqa: BLE001 - psycopg's OperationalError: tried again, then the lab's fault
+                if attempt == LEDGER_ATTEMPTS:
+                    self.faults.append(f"the effect ledger's connection after the pause: {type(exc).__name__}: "
+                                       f"{str(exc).splitlines()[0] if str(exc) else ''}")
+                    raise
+                time.sleep(LEDGER_BACKOFF_S)
 
     def client(self) -> DBOSClient:
         if self._client is None:
