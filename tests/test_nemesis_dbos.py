@@ -1,0 +1,163 @@
+"""The nemesis on DBOS (issue 25 §4): DBOS 3.4 with its PostgreSQL system database, each resumer on a host of its own.
+
+Three cells at k = 2 on ``dbos@3.4`` (its own locked environment, served by an env server that each resumer starts
+inside its host): a partition and a store crash while the victim's call stands at ``after_resume_consumed`` inside
+its env server, and a cut after the commit of DBOS's claim (its dequeue, ``UPDATE workflow_status SET status=...,
+executor_id=...``).  Each is checked for the fault's own evidence, for verdicts that are the family's checkers on
+the cell's history and agree with the effect ledger's count, and for what it leaves: no namespace, link, proxy,
+postmaster, resumer or env server of the lab.  An env server that dies mid-call stops the cell in one line.
+
+Needs root (namespaces), PostgreSQL 15's binaries and the dbos-3.4 environment (built on first use): skipped
+without the first two, failed instead with ``DRIFTLAB_REQUIRE_NETNS=1`` (set by ``.ci/run``).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from runners.experiment import DriftlabError
+from runners.resume import envs, hosts, nemesis, pgcluster
+from test_nemesis import _netns, _orphans, _parent, netns, reachable, shared_pg_untouched  # noqa: F401 - fixtures
+from vocabulary.resume import CONSUME, DEFAULT_GRAPH, EFFECT, TRACE
+
+pytestmark = pytest.mark.xdist_group("test_nemesis_dbos")  # one worker: its module-scoped cells run once
+
+RUNTIME = "dbos@3.4"
+FAULTS = ("partition", "cut_at_commit", "store_crash")
+
+
+def _left_after(scratch: Path, timeout: float = 10.0) -> list[str]:
+    """:func:`_left`, once what was killed has had ``timeout`` to go (an env server dies with its resumer, by
+    PR_SET_PDEATHSIG, a moment after it)."""
+    deadline = time.monotonic() + timeout
+    while _left(scratch) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _left(scratch)
+
+
+def _left(scratch: Path) -> list[str]:
+    """What of this process's nemesis still exists: namespaces, links, postmasters, proxies, resumers, pause folders,
+    and env servers whose resumer is gone."""
+    mine = os.getpid()
+    out = [f"netns {n}" for n in _netns() if n.startswith(f"{hosts.PREFIX}{mine}-")]
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    out += [f"link {m}" for m in re.findall(rf"^\d+: ({hosts.LINK_PREFIX}{mine}h\d+p?)[@:]", links, re.M)]
+    out += [f"postmaster of {f}" for _, f in pgcluster._postgres_of(None) if f"{pgcluster.PREFIX}{mine}-" in f]
+    out += [f"pause folder {p.name}" for p in scratch.glob("dlnem-pause-*")]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        parent = _parent(int(entry.name))
+        if comm.startswith("dlnem-") and parent == mine:  # a proxy or resumer this process forked, still running
+            out.append(f"{entry.name} {comm}")
+        if "frameworks/protocol.py" in cmd and (parent in (None, 1) or not hosts._alive(parent)):
+            out.append(f"env server {entry.name} without its parent")
+    return out + _orphans()
+
+
+@pytest.fixture(scope="module")
+def dbos_cells(netns, shared_pg_untouched) -> dict:  # noqa: F811 - the fixtures of tests/test_nemesis.py
+    """One cell per fault of :data:`FAULTS` on DBOS, k = 2 (run once for the module), and what each left."""
+    scratch = Path(tempfile.mkdtemp(prefix="nemesis-dbos-test-"))
+    os.chmod(scratch, 0o755)
+    out = {}
+    try:
+        for f in FAULTS:
+            rows, history = nemesis.run_one(RUNTIME, f, 2, scratch, 1)
+            out[f] = ({r["property"]: r for r in rows}, history, _left_after(scratch))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def test_each_fault_lands_for_real_on_dbos(dbos_cells):
+    ev = {f: dbos_cells[f][0]["EO"]["evidence"] for f in FAULTS}
+    # the victim stood at its point inside its env server's call while its link was down
+    assert re.search(r"link dn\d+h0 down at the victim's after_resume_consumed; healed after \d", ev["partition"])
+    # the proxy saw DBOS's dequeue claim, forwarded its COMMIT, and cut the victim before the reply
+    assert re.search(r"proxy cut the victim after it sent UPDATE \S*workflow_status SET status=\S+ executor_.* the "
+                     r"server answered CommandComplete", ev["cut_at_commit"]), ev["cut_at_commit"]
+    assert re.search(r"postmaster \d+ SIGKILLed at the victim's after_resume_consumed; restarted with crash recovery",
+                     ev["store_crash"])
+    assert dbos_cells["store_crash"][0]["EO"]["crashes"] == 1
+
+
+def test_dbos_verdicts_are_the_checkers_on_the_history_and_agree_with_the_ledger(dbos_cells):
+    """Each record's verdicts are the family's checkers run again on the cell's history; EO is invalid exactly when
+    the ledger holds the gated effect more than once; the counts in the record are the history's."""
+    from analysis.resume.checkers import check_all
+
+    gated = DEFAULT_GRAPH.task(DEFAULT_GRAPH.names.index(DEFAULT_GRAPH.gated_node))
+    for f in FAULTS:
+        rows, history, _ = dbos_cells[f]
+        assert history.meta.get("stores_read") is True
+        again = check_all(history)
+        assert {p: r.verdict.value for p, r in again.items()} == {p: r["verdict"] for p, r in rows.items()}, f
+        fired = sum(1 for op in history.operations if op.name == EFFECT and op.value.get("task") == gated)
+        consumed = sum(1 for op in history.operations if op.name == TRACE and op.value.get("kind") == CONSUME)
+        assert rows["EO"]["effects_fired"] == fired and rows["EO"]["interrupt_consumed"] == consumed, f
+        assert (rows["EO"]["verdict"] == "invalid") == (fired > 1), (f, fired, rows["EO"]["verdict"])
+        calls = [op for op in history.operations if op.name in ("resume", "recover")]
+        assert len(calls) == rows["EO"]["calls"].count("@h"), f  # every call the schedule made is in the history
+        assert sum(op.status == "indeterminate" for op in calls) == rows["EO"]["indeterminate"], f
+
+
+@pytest.mark.planted("analysis.resume.nemesis:_answers", "if r.interrupt_consumed_max >= 0:",
+                     "if r.interrupt_consumed_max >= 10**6:")
+def test_the_store_crash_answer_reads_the_consume_traces_not_the_later_answers(dbos_cells):
+    """DBOS answers a resume sent after the interrupt was consumed with the run's state ('done'), not a refusal; the
+    report's answer to "after the store's crash, is a consumed interrupt still consumed?" comes from the ledger's
+    consume traces.  Bug class: the answer read from the later resumes' answers, which takes DBOS's 'done' for a
+    second consumption."""
+    from analysis.resume import nemesis as analysis
+
+    rows, history, _ = dbos_cells["store_crash"]
+    later = [c for c in rows["EO"]["calls"].split("; ") if "#1:" not in c and "/recover" not in c]
+    assert any(c.split(": ", 1)[1].startswith("done") for c in later), rows["EO"]["calls"]  # DBOS's answer
+    records = pd.DataFrame([{**r, "runtime": RUNTIME, "fault": "store_crash", "k": 2} for r in rows.values()])
+    said = [a for a in analysis._answers(analysis.table(records)) if a.startswith("After the store's crash")]
+    consumed = rows["EO"]["interrupt_consumed"]
+    assert len(said) == 1
+    if consumed <= 1:
+        assert "still consumed: the interrupt node consumed a value once" in said[0], said[0]
+    else:
+        assert f"consumed again: the interrupt node consumed a value {consumed} times" in said[0], said[0]
+
+
+def test_nothing_of_the_lab_is_left_after_each_dbos_cell(dbos_cells):
+    for f in FAULTS:
+        assert dbos_cells[f][2] == [], (f, dbos_cells[f][2])
+
+
+def test_an_env_server_that_dies_mid_call_stops_the_cell_in_one_line(netns, shared_pg_untouched, reachable,  # noqa: F811
+                                                                     monkeypatch):
+    """The victim's env server (started by its resumer, inside its host) is killed as the resume is sent: the cell
+    stops with one line naming the environment, never a record; nothing of the lab is left."""
+    real = envs.EnvServer.call
+
+    def dies(self, request):
+        if request.get("call") == "resume":  # really killed: the call then finds it gone
+            self.proc.kill()
+            self.proc.wait()
+        return real(self, request)
+
+    monkeypatch.setattr(envs.EnvServer, "call", dies)  # inherited by the resumers this process forks
+    with pytest.raises(DriftlabError) as err:
+        nemesis.run_one(RUNTIME, "none", 2, reachable, 1)
+    line = str(err.value)
+    assert "\n" not in line and "environment dbos-3.4" in line and "exited" in line, line
+    assert "a failure of the lab" in line and "/resume@h0#1" in line, line
+    assert _left_after(reachable) == []
