@@ -379,6 +379,11 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                 else:  # the declared claim statement never came: a declaration that does not fit, not a result
                     raise DriftlabError(f"resume_nemesis: {runtime}: the proxy never saw the victim commit "
                                         f"{claim(runtime).pattern!r}: the cut could not land ({_said(victim)})")
+                a = victim.answer or {}
+                if a.get("start") and a.get("end"):  # how long the victim went on not knowing (DBOS: it waits)
+                    evidence.append(f"the victim's call answered "
+                                    f"{'indeterminate' if 'indeterminate' in a else _said_status(a)[:40]} "
+                                    f"{a['end'] - a['start']:.1f} s after it was made")
             elif f.proxy == "slow":
                 evidence.append(f"the proxy held every reply to the victim {f.delay_ms:g} ms")
                 time.sleep(f.stagger_s)
