@@ -34,10 +34,10 @@ def _in_children(target: str, old: str, new: str):
     try:
         yield
     finally:
-        envs = sys.modules.get("runners.resume.envs")
-        for key, server in list(getattr(envs, "_SERVERS", {}).items()):
-            if key.endswith("/" + plant):
-                envs._SERVERS.pop(key).close()
+        for owner in ("runners.resume.envs", "test_adapter_conformance"):  # each keeps its warm servers by key
+            servers = getattr(sys.modules.get(owner), "_SERVERS", {})
+            for key in [k for k in servers if k.endswith("/" + plant)]:
+                servers.pop(key).close()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

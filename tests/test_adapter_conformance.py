@@ -80,7 +80,7 @@ def server(d: Declared):
     """One warm fork server per environment and adapter in this test process (started on first use)."""
     from runners.resume.envs import EnvServer
 
-    key = f"{d.env}/{d.adapter}/{sorted(d.options.items())}"
+    key = f"{d.env}/{d.adapter}/{sorted(d.options.items())}/{os.environ.get('DRIFTLAB_PLANT', '')}"  # as envs.server
     s = _SERVERS.get(key)
     if s is None or s.proc.poll() is not None:
         s = _SERVERS[key] = EnvServer(d)

@@ -80,12 +80,14 @@ def _fired(history, key: str) -> dict[str, int]:
     return out
 
 
+@pytest.mark.planted("driftlab_frameworks.protocol:KillAtPoint.point", 'os.write(self.wfd, b"R\\n")',
+                     "return")  # in the env server: a 'crash' point that returns instead of dying
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_fault_cell_sigkill_after_gated_effect(runtime):
     """SIGKILL after the gated effect (charge) of a resume, recovery in a new process: the kill is a real signal 9
     of the env's child, the run ends, and EO is invalid exactly when the ledger holds a second charge, with a witness
-    naming it (planted bugs: a 'crash' that unwinds instead of dying, a recovery in the killed process, or an
-    adapter/checker pair that hides or invents a re-execution)."""
+    naming it (planted bugs: a 'crash' that unwinds or returns instead of dying (planted), a recovery in the killed
+    process, or an adapter/checker pair that hides or invents a re-execution)."""
     records, history = _fault(runtime, "crash_resume_after_effect_act")
     verdicts = dict(zip(records["property"], records["verdict"]))
     witnesses = dict(zip(records["property"], records["witness"]))
@@ -99,6 +101,8 @@ def test_fault_cell_sigkill_after_gated_effect(runtime):
         assert "charge" in witnesses["EO"] or "email" in witnesses["EO"] or "reserve" in witnesses["EO"]
 
 
+@pytest.mark.planted("driftlab_frameworks.protocol:Server.race",  # in the env server: racers' answers lost
+                     'answers.append(json.loads(line) if line.endswith(b"\\n") else None)', "answers.append(None)")
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_race_k2(runtime):
     """Two racers forked from the env's warm server resume one parked interrupt: both answer, the effects fired

@@ -100,6 +100,8 @@ def test_race_k2(runtime, backend, request):
     assert r["served"][0] >= 1 and r["effects_fired"] == r["served"], r
 
 
+@pytest.mark.planted("driftlab_frameworks.protocol:KillAtPoint.point", 'os.write(self.wfd, b"R\\n")',
+                     "return")  # in the env server: a 'crash' point that returns instead of dying
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_sigkill_before_notify_default_vs_tool_batch(runtime, tmp_path):
     """Where the two rows differ: a SIGKILL before notify of a resume (act's charge fired, act's turn over).  With
@@ -109,7 +111,7 @@ def test_sigkill_before_notify_default_vs_tool_batch(runtime, tmp_path):
     written (status RUNNING): the recovery is Agno's mid-flight continue_run, which runs notify only (one
     consumption, one charge).  Planted bugs: a recovery that treats a RUNNING row as paused (it would answer parked
     for tool-batch), or one that continues a PAUSED row without the human's answer (it would run act for the
-    default); a kill that unwinds instead of dying (the killed call would answer)."""
+    default); a kill that unwinds or returns instead of dying (the killed call would answer; planted)."""
     from test_adapter_conformance import Cell
 
     from mechanisms.resume.frameworks import declared

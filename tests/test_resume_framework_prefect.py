@@ -22,6 +22,8 @@ NOT_TERMINAL = "is in state 'RUNNING' and cannot be retried"
 
 
 
+@pytest.mark.planted("driftlab_frameworks.protocol:KillAtPoint.point", 'os.write(self.wfd, b"R\\n")',
+                     "return")  # in the env server: a 'crash' point that returns instead of dying
 def test_fault_cell_sigkill_after_gated_effect():
     """SIGKILL after the gated effect (charge) of a resume, recovery in a new process.  The kill is a real signal 9 of
     the process that resumed the flow run and was executing it (Prefect's engine, act's task after its charge, before
@@ -51,7 +53,7 @@ def test_fault_cell_sigkill_after_gated_effect():
     assert verdicts["EO"] == "valid" and verdicts["CO"] == "valid"
 
 
-@pytest.mark.planted("driftlab_frameworks.prefect:PrefectAdapter.resume", "if fr is None:", "if True:")  # invented refusal
+@pytest.mark.planted("driftlab_frameworks.prefect:PrefectAdapter.resume", "if fr is None:", "if True:")  # refusal
 def test_race_k2():
     """Two racers forked from the env's warm server resume one suspended flow run at one barrier, each with
     resume_flow_run and then Prefect's engine on the run.  The server resumes a paused run once; a racer whose client

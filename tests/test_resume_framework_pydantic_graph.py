@@ -18,13 +18,15 @@ def _calls(history, name: str) -> list:
     return [op for op in history.operations if op.actor == "driver" and op.name == name]
 
 
+@pytest.mark.planted("driftlab_frameworks.protocol:KillAtPoint.point", 'os.write(self.wfd, b"R\\n")',
+                     "return")  # in the env server: a 'crash' point that returns instead of dying
 def test_fault_cell_sigkill_after_gated_effect():
     """SIGKILL after the gated effect (charge) of a resume, recovery in a new process: the kill is a real signal 9,
     EO is invalid exactly when the ledger holds a second charge, and the recovery's answer is what pydantic-graph's
     file allows: the node's snapshot was left 'running', so either the framework refused to restore it (failed, its
     GraphRuntimeError, no node re-run, no effect fired by the recovery, the run's newest snapshot the killed node's)
-    or it re-ran and the ledger says so (planted bugs: a 'crash' that unwinds instead of dying, which lets
-    pydantic-graph record the node 'error' or finish it; a recovery in the killed process; an adapter that runs the
+    or it re-ran and the ledger says so (planted bugs: a 'crash' that unwinds or returns instead of dying (planted),
+    which lets pydantic-graph record the node 'error' or finish it; a recovery in the killed process; an adapter that runs the
     node itself behind pydantic-graph's back, or that hides the framework's error as parked/done)."""
     records, history = _fault(RUNTIME, "crash_resume_after_effect_act")
     verdicts = dict(zip(records["property"], records["verdict"]))
