@@ -141,7 +141,9 @@ def _answers(tab: pd.DataFrame) -> list[str]:
         for r in t[t["fault"].isin(("cut_at_commit", "commit_lost"))].drop_duplicates(["fault", "k"]).itertuples():
             reps = f" (worst of {r.repetitions} repetitions)" if r.repetitions > 1 else ""
             resend = re.search(r"/resume@h0#(?:[2-9]|\d\d+): (\w+)", str(r.calls))
-            claim = (f"the gated effect fired up to {r.effects_fired_max} time(s); the victim's re-send was "
+            own = re.search(r"/resume@h0#1: (\w+)", str(r.calls))
+            claim = (f"the gated effect fired up to {r.effects_fired_max} time(s); the victim's own call answered "
+                     f"{own.group(1) if own else '?'} and its re-send was "
                      + (resend.group(1) if resend else "not made (its call was not indeterminate)"))
             if r.stuck_after_recovery:
                 run = (f"the run stayed {r.state_after_recovery} even after the recovery in {r.stuck_after_recovery} "
