@@ -178,10 +178,12 @@ def test_env_is_built_from_its_lock_once_and_reused(tmp_path, monkeypatch):
     assert again.reused and again.path == first.path
 
 
+@pytest.mark.planted("runners.resume.envs:_build", "shutil.rmtree(stale, ignore_errors=True)", "pass")
 def test_a_build_killed_midway_is_never_marked_built_and_is_rebuilt(tmp_path, monkeypatch):
     """Issue 24 §5: an env's build is SIGKILLed (with its uv) while uv installs into the temporary folder; nothing is
-    in the env's place, and the next use builds it whole (planted bug: a killed first build left marked built, every
-    later run failing on an ImportError until the folder is deleted by hand)."""
+    in the env's place, and the next use builds it whole and removes the killed build's temporary folder (bug
+    classes: a killed first build left marked built, every later run failing on an ImportError until the folder is
+    deleted by hand; planted bug: the next build that leaves the killed build's temporary folder in the cache)."""
     import signal
     import subprocess
     import sys
@@ -212,10 +214,14 @@ def test_a_build_killed_midway_is_never_marked_built_and_is_rebuilt(tmp_path, mo
     assert ok.returncode == 0, ok.stderr
 
 
+@pytest.mark.planted("runners.resume.envs:EnvError.__init__", 'f"environment {env}: {step} failed: {reason}"',
+                     'f"environment {env}: failed: {reason}"')
 @pytest.mark.parametrize("broken,step", [("missing", "read"), ("badlock", "sync")])
 def test_env_failure_is_one_line_naming_env_and_step(tmp_path, monkeypatch, broken, step):
-    """A missing or unbuildable env is one line naming it and the failing step (planted bug: a traceback of uv's
-    output, or a half-built env reused afterwards)."""
+    """A missing or unbuildable env is one line naming it and the failing step, and an unbuildable one is never
+    marked built (planted bug: a message that does not name the failing step.  uv's many lines are cut to one twice,
+    by envs._run, which keeps uv's last line, and by EnvError, which joins what it is given into one line: a bug in
+    either alone still gives one line, so neither is planted here)."""
     from runners.resume import envs
 
     monkeypatch.setenv("DRIFTLAB_ENV_CACHE", str(tmp_path / "cache"))
@@ -262,6 +268,8 @@ def test_fault_cell_sigkill_reexecutes_the_gated_effect(runtime):
     assert main(["check", str(stored)]) == 1
 
 
+@pytest.mark.planted("driftlab_frameworks.protocol:Server.race",  # in the env server: racers' answers lost
+                     'answers.append(json.loads(line) if line.endswith(b"\\n") else None)', "answers.append(None)")
 @pytest.mark.parametrize("runtime", FRAMEWORKS)
 def test_race_k2_forks_two_racers_from_the_env_server(runtime):
     """Two racers forked from the env's warm server both resume one parked interrupt: both are answered, and the
