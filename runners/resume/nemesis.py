@@ -10,7 +10,11 @@ plays: the victim (host 0) resumes and stops at its point, the fault lands,
 the others resume, the fault heals, indeterminate callers re-send once, and
 one recovery runs if the run is not done.  Every resume and recovery is its
 own process, forked here and moved into its host's namespace (``setns``)
-before it opens a connection: it reaches the store only over its link.
+before it opens a connection: it reaches the store only over its link.  A
+framework in its own environment (DBOS, paper profile) is called through an
+env server that the resumer starts inside its host; the victim stops inside
+that server's call process, whose pause is relayed back
+(``runners/resume/nemesis_envs.py``), and SIGSTOP / SIGKILL land on it.
 
 A call whose client lost its connection (psycopg's ``OperationalError`` of
 class 08/57, or a framework that reports it as a failed call) is recorded
@@ -43,10 +47,10 @@ import uuid
 from pathlib import Path
 
 from faults.resume.nemesis import COMBINED, FAULTS, FRAMEWORK_SUBJECTS, SUBJECTS, claim, fault
+from mechanisms.resume.framework import FrameworkCallFailed
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact, derive_seed
 from runners.processes import fork_start, read_line
 from runners.resume import hosts as hostlib
-from mechanisms.resume.framework import FrameworkCallFailed
 from runners.resume import nemesis_envs, pgcluster
 from runners.resume.cells import Recorder, setup_backend
 from runners.resume.nemesis_proxy import serve_child
