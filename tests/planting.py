@@ -10,7 +10,8 @@ second run proves nothing with its plants, and the hook says so), then swaps the
 source with ``old`` replaced by ``new`` (exactly one occurrence: the planted bug), runs the test again, and fails it
 if the test still passes: the claim in its docstring is then false.  The code object is swapped in place, so every
 reference to the function (``from x import f``, a registry of checkers) runs the planted variant; the original is
-restored afterwards.  Only module-level functions and methods without zero-argument ``super()`` can be planted.
+restored afterwards.  Module-level functions and methods (zero-argument ``super()`` too) can be planted, closures
+cannot.
 While the test runs the second time, the plant is also in every Python it starts with this process's environment
 (a ``driftlab`` CLI run, a forked worker, a framework's environment server: ``runners/resume/envs.py`` passes the
 plant on to it): ``tests/plant_site/sitecustomize.py`` applies it at start-up.  A test that runs a copy of the tree
@@ -54,7 +55,8 @@ def check_adapter_plant(target: str, old: str) -> None:
     """An adapter's plant, checked from its source file (the lab cannot import an adapter: its framework lives in
     the env only): the named function exists and holds ``old`` exactly once, as :func:`planted` will require."""
     module, _, qualname = target.partition(":")
-    path = Path(__file__).resolve().parents[1] / "mechanisms" / "resume" / "frameworks" / f"{module[len(FRAMEWORKS):]}.py"
+    folder = Path(__file__).resolve().parents[1] / "mechanisms" / "resume" / "frameworks"
+    path = folder / f"{module[len(FRAMEWORKS):]}.py"
     source = path.read_text(encoding="utf-8")
     node: ast.AST = ast.parse(source)
     for part in qualname.split("."):
@@ -76,12 +78,18 @@ def planted(target: str, old: str, new: str) -> Iterator[None]:
     lines = source.splitlines(keepends=True)
     body = [i for i, ln in enumerate(lines) if ln.lstrip().startswith(("def ", "async def "))][0]
     mutated = "".join(lines[body:]).replace(old, new)  # decorators dropped: the code object alone is swapped
+    # a method with zero-argument super() refers to its class through the free variable __class__: compiled inside a
+    # class body, the planted code has that free variable too, and runs with the original function's cell
+    wrap = func.__code__.co_freevars == ("__class__",)
+    if wrap:
+        mutated = "class _Planted:\n" + textwrap.indent(mutated, "    ")
     scope: dict = {}
-    exec(compile("\n" * (func.__code__.co_firstlineno - 1 + body) + mutated, inspect.getsourcefile(func), "exec"),
-         func.__globals__, scope)
-    code = next(v for v in scope.values() if inspect.isfunction(v)).__code__
+    exec(compile("\n" * (func.__code__.co_firstlineno - 1 + body - wrap) + mutated, inspect.getsourcefile(func),
+                 "exec"), func.__globals__, scope)
+    defined = vars(scope["_Planted"]) if wrap else scope
+    code = next(v for v in defined.values() if inspect.isfunction(v)).__code__
     if code.co_freevars != func.__code__.co_freevars:
-        raise ValueError(f"planted {target}: a closure or zero-argument super() cannot be planted")
+        raise ValueError(f"planted {target}: a closure cannot be planted")
     original, func.__code__ = func.__code__, code
     try:
         yield

@@ -154,11 +154,18 @@ def _registry(probe) -> Registry:
     return reg
 
 
+#: the bug class, planted where the probe answers "unknown": None read as incompatible
+planted_unknown_as_incompatible = pytest.mark.planted(
+    "mechanisms.isolation.contract_inference:InferenceSSI.compatible", "probe(identity, v, other, u) is False",
+    "probe(identity, v, other, u) is not True")
+
+
 @pytest.mark.parametrize("probe,version", [
-    (lambda a, v, b, u: None, 2),                 # the probe cannot tell: the live version, as SSI resolves it
+    # the probe cannot tell: the live version, as SSI resolves it
+    pytest.param(lambda a, v, b, u: None, 2, marks=planted_unknown_as_incompatible),
     (lambda a, v, b, u: True, 2),
     (lambda a, v, b, u: v == 1, 1),               # incompatible @2: the newest retained version that passes
-    (lambda a, v, b, u: None if v == 2 else False, 2),
+    pytest.param(lambda a, v, b, u: None if v == 2 else False, 2, marks=planted_unknown_as_incompatible),
     (lambda a, v, b, u: False, None),             # nothing passes: refused
 ])
 def test_inference_treats_an_unknown_probe_as_unknown_not_incompatible(probe, version):

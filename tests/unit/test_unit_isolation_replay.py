@@ -184,8 +184,13 @@ def test_compatibility_skew_both_directions(rows, verdict):
     assert verdicts(rows)[COMPATIBILITY_SKEW] is verdict
 
 
+@pytest.mark.planted("analysis.isolation.checkers:CompatibilitySkew.scan",
+                     "have[0] != c.required_version", "have[0] == c.required_version")
 def test_compatibility_skew_with_a_contract_on_the_identity_itself_is_not_a_self_clash():
-    """Bug class: a re-resolution of the required identity itself taken for a contract violation of its own."""
+    """A contract that requires the identity being resolved (index:docs@1 requires model:embed@1, index:docs never
+    bound) is not one this resolution breaks: the first witness names the contract it does break (model:embed@2
+    requires tool:t@1 while tool:t@2 is bound), and with tool:t@1 bound there is none (planted bug: a checker that
+    reads a contract backwards, flagging the versions it allows and passing those it forbids)."""
     meta = {"contracts": ["index:docs@1 requires model:embed@1", "model:embed@2 requires tool:t@1"]}
     rows = [res("T1", "tool:t", 2), res("T1", "model:embed", 2)]
     got = run(rows, meta)[COMPATIBILITY_SKEW]

@@ -108,7 +108,18 @@ def test_a_graph_that_cannot_finish_validly_is_not_stuck_when_nothing_invalid_wa
     assert judge(rows, meta).verdict is Verdict.INVALID
 
 
+#: the stuck rule's two guards against a later served call (counting from the last served call; a served call among
+#: the later ones), both gone: either alone still finds the later served call
+IGNORES_LATER = ('last = max(served, key=lambda c: (c.end or c.start or 0, c.index))\n'
+                 '    after = [c for c in calls if not c.indeterminate and (c.start or 0) > (last.end or last.start or 0)\n'
+                 '             and c.index != last.index]\n'
+                 '    if not after or any(c.status == "ok" for c in after):')
+
+
+@pytest.mark.planted("analysis.resume.checkers:Liveness.stuck", IGNORES_LATER,
+                     IGNORES_LATER.replace("max(", "min(").replace(' or any(c.status == "ok" for c in after)', ""))
 def test_a_served_later_call_or_a_finished_run_is_live():
-    """Bug class: a stuck rule that ignores a later served call."""
+    """Bug class: a stuck rule that ignores a later served call (planted: it counts from the run's first served call
+    and never asks whether a later call was served)."""
     rows = thread_failing_after_invalid_state()[:-1] + [call("resume", "r1", "r1/resume#3", "parked", OK, 3.0, 3.5)]
     assert judge(rows).verdict is Verdict.VALID
