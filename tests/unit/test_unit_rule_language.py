@@ -106,6 +106,8 @@ states = st.fixed_dictionaries({"a.n1": st.integers(-3, 3), "a.n2": st.sampled_f
                                 "x-y.in": st.booleans()})
 
 
+@pytest.mark.planted("scenarios.revalidation.rules:_Parser.or_",  # 'or' read as 'and': caught by any of the 300
+                     "else Or(tuple(items))", "else And(tuple(items))")  # rules whose 'or' has a false operand
 @settings(max_examples=300, deadline=None)
 @given(trees, states, states, st.randoms(use_true_random=False))
 def test_parser_and_oracle_agree_with_the_grammar_on_generated_rules(tree, state, observed, rnd):
@@ -210,14 +212,16 @@ def test_the_oracle_reading_is_independent_of_the_parser(monkeypatch):
      ("cmp", "not in", ("field", "vendor-account.country"), ("list", ("KP", "IR")))),
     ("a.b <= -1.5e3", ("cmp", "<=", ("field", "a.b"), ("lit", -1500.0))),
     ("unchanged(c.`in`)", ("unchanged", "c.in")),
-    ("a.s == 'it\\'s' and a.t != \"x\\ty\"", ("and", (("cmp", "==", ("field", "a.s"), ("lit", "it's")),
-                                                     ("cmp", "!=", ("field", "a.t"), ("lit", "x\ty"))))),
+    pytest.param("a.s == 'it\\'s' and a.t != \"x\\ty\"", ("and", (("cmp", "==", ("field", "a.s"), ("lit", "it's")),
+                                                                  ("cmp", "!=", ("field", "a.t"), ("lit", "x\ty")))),
+                 marks=pytest.mark.planted("scenarios.revalidation.oracle:_decode",  # \t read as a plain t
+                                           '{"n": "\\n", "t": "\\t"}.get(body[i + 1], body[i + 1])', "body[i + 1]")),
     ("not a.`class` == true", ("not", ("cmp", "==", ("field", "a.class"), ("lit", True)))),
     ("(a.x == 1) == false", ("cmp", "==", ("cmp", "==", ("field", "a.x"), ("lit", 1)), ("lit", False))),
 ])
 def test_oracle_reading_of_names_literals_and_quoting(text, tree):
     """Bug class: the oracle's own reading mis-spelling a name (backticks, keywords as names), a string escape, a
-    negative or exponent number, or a boolean literal."""
+    negative or exponent number, or a boolean literal (planted on the escapes' row: '\\t' read as a plain 't')."""
     assert read_rule(text).tree == tree
 
 

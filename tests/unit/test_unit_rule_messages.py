@@ -150,7 +150,9 @@ STATES = [{"o.n": n, "o.m": m, "o.s": s, "o.b": b, "o.l": [1, 3], "o.e": [], "o.
 
 
 @pytest.mark.parametrize("text,meaning", [
-    ("5 > o.n", lambda s: 5 > s["o.n"]),                                   # a literal on the left
+    pytest.param("5 > o.n", lambda s: 5 > s["o.n"],                        # a literal on the left
+                 marks=pytest.mark.planted("scenarios.revalidation.rules:compile_tree",  # its operands swapped
+                                           "op(value, current(ref))", "op(current(ref), value)")),
     ("2 <= o.m and 'a' == o.s", lambda s: 2 <= s["o.m"] and s["o.s"] == "a"),
     ("o.n < o.m", lambda s: s["o.n"] < s["o.m"]),                          # two fields
     ("o.n in o.l", lambda s: s["o.n"] in s["o.l"]),                        # membership in a list-valued field
@@ -165,7 +167,8 @@ STATES = [{"o.n": n, "o.m": m, "o.s": s, "o.b": b, "o.l": [1, 3], "o.e": [], "o.
 ])
 def test_every_compiled_shape_means_what_it_says(text, meaning):
     """Bug class: a compiled comparison shape (literal on the left, two fields, a list-valued field, a condition
-    used as a value) that drops or swaps an operand; checked against the oracle's own reading too."""
+    used as a value) that drops or swaps an operand; checked against the oracle's own reading too (planted on the
+    first row: the operands of a literal on the left swapped)."""
     from scenarios.revalidation.oracle import holds
 
     check, _ = rules.compile_rule(text, TYPES)
@@ -202,8 +205,11 @@ def test_quoted_names_before_not_in_and_mixed_list_fields():
     assert rules.type_of(object()) == "object"
 
 
+@pytest.mark.planted("scenarios.revalidation.rules:compile_tree",
+                     "op(get_left(current, observed), get_right(current, observed))",
+                     "op(get_left(current, {}), get_right(current, {}))")
 def test_a_condition_with_unchanged_used_as_a_value():
-    """Bug class: the observed values not passed into a condition used as a comparison operand."""
+    """Bug class: the observed values not passed into a condition used as a comparison operand (planted)."""
     from scenarios.revalidation.oracle import holds
 
     observed, moved = {"o.n": 1}, {"o.n": 2}
