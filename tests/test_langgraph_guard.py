@@ -357,11 +357,15 @@ def _race(backend: str, where: str, saver, tmp_path, k: int = 4):
     return lines, app.get_state({"configurable": {"thread_id": thread}}).values
 
 
+@pytest.mark.planted("driftlab_guard.consume_once:claim", "if (yield d.insert, row) is None:", "if True:")
 def test_k_concurrent_resumers_one_served_sqlite(tmp_path):
     """4 forked processes resume one parked interrupt at a barrier: exactly one is served and fires c's effect.
 
-    Planted bug caught: a claim that does not check the insert's row count (ON CONFLICT DO NOTHING, then
-    proceed) serves all four racers.
+    Planted bug caught: a claim that reads its own insert as a conflict (all four refused, none served).  A claim
+    that does not check the insert's answer (ON CONFLICT DO NOTHING, then proceed) lets racers through, but one that
+    reaches LangGraph after the first racer's resume finds the thread unparked and is refused anyway: this race
+    catches it only when two racers overlap, so it is not claimed here (test_in_memory_saver_second_resume_refused_
+    and_value_consumed_once in test_guard_any_saver.py plants it where it is always caught).
     """
     path = tmp_path / "race.db"
     lines, values = _race("sqlite", str(path), sqlite_saver(path), tmp_path)
