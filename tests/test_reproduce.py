@@ -31,13 +31,13 @@ FIXTURE = REPO / "tests" / "data" / "baseline_quick"
 TIMED = ("_us", "ratio_to_floor", "lock_retries", "overlapping_pairs")
 
 
-@pytest.mark.planted("analysis.revalidation.counting:classify", '"false_allow": released & forbidden,', '"false_allow": forbidden,')
 def test_quick_profile_end_to_end(tmp_path):
     """The revalidation family's quick tables equal the committed fixture, timings aside.
 
     The fixture was regenerated after the trust changes (two-severity variants, per-workload rows, counting
     from what was released); before that, the pre-reshape tables matched this run on every count column.
-    Planted bug it catches: any drift in an engine, loader, mechanism or counting rule that moves a count."""
+    Any drift in an engine, loader, mechanism or counting rule that moves a count shows here; the counting
+    rule's own bugs are planted where they cost a second, not three quick runs (tests/unit/test_unit_counting.py)."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     result = driftlab("reproduce", "--profile", "quick", "--only", "revalidation", "--quiet", cwd=elsewhere,
@@ -87,7 +87,7 @@ def test_same_seed_same_records(tmp_path):
 
 
 def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
-    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "100", "--jobs", "2", "--seed", "11", "--quiet"]
+    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "40", "--jobs", "2", "--seed", "11", "--quiet"]
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-m", "runners.cli", *args, "--out", str(killed)], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -107,7 +107,7 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
     assert whole.returncode == 0, whole.stderr
 
     got = load_records(killed, "revalidation_outcomes")
-    assert len(got) == 420 * 100 and not got.duplicated(["cell", "repetition"]).any()
+    assert len(got) == 420 * 40 and not got.duplicated(["cell", "repetition"]).any()
     assert not list(records.glob(".*"))
     pd.testing.assert_frame_equal(untimed(got), untimed(load_records(tmp_path / "whole", "revalidation_outcomes")))
     for table in ("revalidation_outcomes.csv",):
@@ -115,7 +115,7 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
 
 
 def test_ctrl_c_keeps_finished_cells_and_says_how_to_go_on(tmp_path):
-    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "100", "--jobs", "2", "--quiet",
+    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "40", "--jobs", "2", "--quiet",
             "--out", str(tmp_path / "run")]
     proc = subprocess.Popen([sys.executable, "-m", "runners.cli", *args], cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -131,7 +131,7 @@ def test_ctrl_c_keeps_finished_cells_and_says_how_to_go_on(tmp_path):
     again = driftlab(*args)
     assert again.returncode == 0, again.stderr
     got = load_records(tmp_path / "run", "revalidation_outcomes")
-    assert len(got) == 420 * 100 and not got.duplicated(["cell", "repetition"]).any()
+    assert len(got) == 420 * 40 and not got.duplicated(["cell", "repetition"]).any()
 
 
 def test_a_finished_run_is_not_run_again_and_a_different_run_is_refused(tmp_path):
