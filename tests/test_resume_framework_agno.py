@@ -65,7 +65,8 @@ def test_race_k2(runtime, backend, request):
     loads the PAUSED run and confirms its requirement on its own copy (RunRequirement.confirm checks the copy, not
     the store; SqliteDb and PostgresDb upsert the run row without a check of what the other racer wrote), so a
     racer that loaded the run before the other's continuation wrote it is served too: each served racer consumed
-    once and charged once, and answers the store's head when it returned (done, or parked when the other racer's
+    once and charged once (or, when Agno's continuation found the tool already run, neither: silently accepted, CO
+    invalid), and answers the store's head when it returned (done, or parked when the other racer's
     row was written last); a refused one is Agno's own 'This requirement does not require confirmation' (it loaded
     the row the other's continuation wrote) with nothing of its own in the ledger.  Which a racer gets depends on
     timing (this lab's k=2 runs mostly served both; the quick profile saw refusals on PostgreSQL); CO and EO judge
@@ -85,8 +86,8 @@ def test_race_k2(runtime, backend, request):
     consumed = [op for op in _ledger(history, "trace") if op.value.get("kind") == "consume"]
     charged = [op for op in _ledger(history, "effect") if op.value.get("effect") == "charge"]
     assert len(racers) == 2 and len(charged) == r["effects_fired"][0] == len(consumed)
-    assert (r["co_verdict"][0] == "invalid") == (len(consumed) > 1)
     assert (r["eo_verdict"][0] == "invalid") == (len(charged) > 1)
+    inert = False
     for racer in racers:
         label = racer.value["op"]
         mine_c = [t for t in consumed if t.value["op"] == label]
@@ -96,8 +97,12 @@ def test_race_k2(runtime, backend, request):
         else:
             # its answer is the store's head when it returned: done, or the other racer's newer row (Agno upserts the
             # run row by run id: a tool-batch checkpoint of the other racer may overwrite a completed row)
-            assert racer.value["state"] in ("done", "parked") and len(mine_c) == 1 and len(mine_e) == 1
-    assert r["served"][0] >= 1 and r["effects_fired"] == r["served"], r
+            assert racer.value["state"] in ("done", "parked") and len(mine_c) == len(mine_e) <= 1, racer.value
+            # served without consuming (continue_run found the tool already run): silently accepted if the value
+            # was already consumed when it answered (CO's rule)
+            inert = inert or (not mine_c and any(racer.end is None or t.value["at"] <= racer.end for t in consumed))
+    assert (r["co_verdict"][0] == "invalid") == (len(consumed) > 1 or inert)
+    assert r["served"][0] >= 1 and r["effects_fired"] == [len(charged)], r
 
 
 @pytest.mark.planted("driftlab_frameworks.protocol:KillAtPoint.point", 'os.write(self.wfd, b"R\\n")',
