@@ -24,16 +24,29 @@ PLANT_SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plant_sit
 
 @contextlib.contextmanager
 def _in_children(target: str, old: str, new: str):
-    """The plant also in every Python the test starts with this process's environment (tests/plant_site), and in
-    every framework env server started meanwhile (runners/resume/envs.py passes it on; those servers, keyed on the
-    plant, are stopped afterwards so none outlives the planted run)."""
+    """The plant also in every Python the test starts with this process's environment (tests/plant_site), in every
+    framework env server started meanwhile (runners/resume/envs.py passes it on; those servers, keyed on the plant,
+    are stopped afterwards so none outlives the planted run), and in a resume fork server of its own (the warm one
+    is put aside meanwhile and back afterwards)."""
     saved = {k: os.environ.get(k) for k in ("DRIFTLAB_PLANT", "DRIFTLAB_PLANT_SITE", "PYTHONPATH")}
     os.environ["DRIFTLAB_PLANT"] = plant = json.dumps([target, old, new])
     os.environ["DRIFTLAB_PLANT_SITE"] = PLANT_SITE
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (PLANT_SITE, saved["PYTHONPATH"]) if p)
+    sys.path.append(PLANT_SITE)  # runners.processes.child_env builds a child's PYTHONPATH from sys.path
+    # the resume family's warm fork server (one per process, started before the plant): the planted run starts its own
+    zygote = sys.modules.get("runners.resume.zygote")
+    warm = zygote._ZYGOTE if zygote else None
+    if zygote:
+        zygote._ZYGOTE = None
     try:
         yield
     finally:
+        sys.path.remove(PLANT_SITE)
+        zygote = sys.modules.get("runners.resume.zygote")
+        if zygote is not None:
+            if zygote._ZYGOTE is not None and zygote._ZYGOTE is not warm:
+                zygote._ZYGOTE.close()
+            zygote._ZYGOTE = warm
         for owner in ("runners.resume.envs", "test_adapter_conformance"):  # each keeps its warm servers by key
             servers = getattr(sys.modules.get(owner), "_SERVERS", {})
             for key in [k for k in servers if k.endswith("/" + plant)]:

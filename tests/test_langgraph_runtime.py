@@ -83,18 +83,25 @@ def test_stock_langgraph_profile(cell, violated):
 
 
 # ---------------------------------------------------------------------------------------------- LangGraph + guard
+planted_unvalidated = pytest.mark.planted("driftlab_guard.schema:StateSchema.problems",
+                                          "adapter = self.adapters.get(channel)", "adapter = None")
+planted_claim_unchecked = pytest.mark.planted("driftlab_guard.consume_once:claim", "if (yield d.insert, row) is None:",
+                                              "if (yield d.insert, row) is None and False:")
 GUARD_CELLS = ["second_resume_head", "second_resume_by_id", "crash_resume_after_effect_act",
                "crash_start_after_node_before_checkpoint_prepare", "crash_resume_after_resume_consumed_approve",
                "invalid_state"]
 
 
-@pytest.mark.parametrize("cell", GUARD_CELLS)
+@pytest.mark.parametrize("cell", [
+    pytest.param(c, marks=planted_unvalidated) if c == "invalid_state" else
+    pytest.param(c, marks=planted_claim_unchecked) if c == "second_resume_by_id" else c for c in GUARD_CELLS])
 def test_guard_holds_where_stock_violates_sqlite(cell):
     """EO, CO, CV and liveness hold for langgraph+guard, with every expected effect fired exactly once.
 
     Planted bugs caught: the guard without its effect ledger (EO on the crash cells, see
-    test_planted_guard_bugs_are_caught), without the claim (CO on the second resumes), without schema
-    validation (CV on invalid_state).
+    test_planted_guard_bugs_are_caught), without the claim's check (CO on the second resume addressed to the parked
+    checkpoint, planted; at the head a second resume finds the thread unparked and is refused before its claim),
+    without schema validation (CV on invalid_state, planted).
     """
     got, fired, expected = verdicts("langgraph+guard", cell)
     assert {p: got[p] for p in ("EO", "CO", "CV", "PC", "liveness")} == dict.fromkeys(
@@ -129,12 +136,14 @@ def _race(runtime: str, backend: str, k: int = 4):
     return out.records
 
 
+@pytest.mark.planted("driftlab_guard.consume_once:claim", "if (yield d.insert, row) is None:", "if True:")
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_concurrent_resumers(backend, request):
     """k=4 warm racers on a barrier: stock LangGraph serves all four (saturation 1.0, as the paper measured);
     with the guard exactly one is served and fires the gated effect, three are refused.
 
-    Planted bug caught: the guard runtime without claims (UnclaimedGuard) serves all four.
+    Planted bugs caught: the guard runtime without claims (UnclaimedGuard, run here beside the guard on SQLite)
+    serves all four; a claim that reads its own insert as a conflict (planted) serves none.
     """
     if backend == "postgres":
         request.getfixturevalue("pg_dsn")
