@@ -20,15 +20,18 @@ def _fault(runtime: str, cell: str, backend: str):
     return pd.DataFrame(records)
 
 
-@pytest.mark.parametrize("runtime, backend", [("langgraph+resume-guard", "sqlite"),
-                                              pytest.param("langgraph+agent-ledger", "postgres",
-                                                           marks=pytest.mark.postgres)])
+@pytest.mark.parametrize("runtime, backend", [
+    pytest.param("langgraph+resume-guard", "sqlite", marks=pytest.mark.planted(  # the effect fired beside the guard
+        "mechanisms.resume.effect_guards:LangGraphResumeGuardRuntime.fire_effect",
+        'self._effects().run_effect(run_id, "", task, key, "lab-effect", call)', 'call("beside the guard")')),
+    pytest.param("langgraph+agent-ledger", "postgres", marks=pytest.mark.postgres)])
 def test_an_effect_ledger_keeps_the_killed_nodes_effect_to_one(runtime, backend, request):
     """SIGKILL after the gated effect, recovery in a new process: the ledger hands the recorded result back and
     the effect fires once (stock LangGraph fires it twice in the same cell).
 
     Planted bugs caught: an adapter that fires the effect beside the guard instead of through it (EO would be
-    violated, as for stock LangGraph), a guard whose ledger lives in the killed process's memory."""
+    violated, as for stock LangGraph; planted on resume-guard's row), a guard whose ledger lives in the killed
+    process's memory."""
     if backend == "postgres":
         request.getfixturevalue("pg_dsn")
     t = _fault(runtime, "crash_resume_after_effect_act", backend)
@@ -37,6 +40,8 @@ def test_an_effect_ledger_keeps_the_killed_nodes_effect_to_one(runtime, backend,
     assert (eo["effects_fired"] == eo["effects_expected"]).all()
 
 
+@pytest.mark.planted("faults.resume.sigkill:KillAtPoint.point", "(name, node) == tuple(self.crash)",
+                     '(name, node) == ("before_node", self.crash[1])')  # the kill lands before act, not after its effect
 def test_stock_langgraph_in_the_same_cell_fires_twice():
     """The control: the same cell on stock LangGraph re-runs the killed node's effect (so the test above can fail).
 

@@ -55,9 +55,11 @@ def test_sigkill_after_effect_is_real_and_recovery_is_a_new_process(runtime, eo,
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("runtime,fired", [("naive", 4), ("sequencer", 1)])
+@pytest.mark.parametrize("runtime,fired", [("naive", 4), pytest.param("sequencer", 1, marks=pytest.mark.planted(
+    "mechanisms.resume.store:CheckpointTables.claim", "return cur.rowcount == 1", "return True"))])
 def test_concurrent_resume_on_postgres(runtime, fired, pg_dsn, tmp_path, monkeypatch):
-    """Planted bug: naive lets each of k = 4 racers run on (4 gated effects); the sequencer's claim serves one."""
+    """Naive lets each of k = 4 racers run on (4 gated effects); the sequencer's claim serves one (planted bug: a
+    claim that never refuses, so all four racers are served)."""
     monkeypatch.setenv("DRIFTLAB_POSTGRES_DSN", pg_dsn)
     out = race_cell("t", runtime, "postgres", 4, 0.0, 2, 1, Options(run_dir=tmp_path))
     assert out.records["effects_fired"] == [fired, fired]
