@@ -537,6 +537,8 @@ def test_a_repeated_mechanism_runs_once_and_is_said(tmp_path, capsys):
     assert list(mechanisms) == ["ATR"]
 
 
+@pytest.mark.planted("runners.cli:main", "args = parser().parse_args(argv)",
+                     "sys.path.insert(0, os.getcwd()); args = parser().parse_args(argv)")
 def test_a_stray_module_in_the_working_folder_is_never_imported(tmp_path):
     """Planted bug: the CLI putting the working folder first on sys.path executes a stray multiprocess.py."""
     (tmp_path / "multiprocess.py").write_text("raise SystemExit('the stray module ran')\n")
@@ -628,13 +630,23 @@ ENV_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("edit, extra, cache, message", [r[1:] for r in ENV_ROWS], ids=[r[0] for r in ENV_ROWS])
+planted_env_rows = {  # the row's bug, planted where the row catches it
+    "env-malformed-toml": pytest.mark.planted(  # its rows vanish: the run would say 'unknown mechanism'
+        "mechanisms.resume.frameworks:_load", 'return {}, [f"{pyproject}: malformed TOML ({exc})"]', "return {}, []"),
+    "env-cache-is-a-file": pytest.mark.planted(  # a traceback from the cache
+        "runners.resume.envs:ensure", "except OSError as exc:", "except ImportError as exc:"),
+}
+
+
+@pytest.mark.parametrize("edit, extra, cache, message", [pytest.param(*r[1:], id=r[0], marks=planted_env_rows.get(r[0], ()))
+                                                         for r in ENV_ROWS])
 def test_environment_bad_input_is_one_line_exit_2_and_publishes_nothing(tmp_path, monkeypatch, capsys, edit, extra,
                                                                           cache, message):
     """Issue 24 §4-§5, on a scratch copy of data/envs/: a malformed or inconsistent env declaration, a release the
     env does not hold, a missing lock, a damaged build mark or an unusable cache is one line naming the file (and the
-    field), exit 2, no traceback, no run folder (planted bugs: rows vanishing as 'unknown mechanism', a row published
-    under a release it does not run, tracebacks from the cache)."""
+    field), exit 2, no traceback, no run folder (bug classes: rows vanishing as 'unknown mechanism' and tracebacks
+    from the cache, planted on the malformed-TOML and cache rows; a row published under a release it does not run,
+    not planted: its planted run would run the whole experiment)."""
     from runners.resume import envs
 
     root = scratch_envs(tmp_path, edit, extra)
