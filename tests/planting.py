@@ -15,8 +15,9 @@ cannot.
 While the test runs the second time, the plant is also in every Python it starts with this process's environment
 (a ``driftlab`` CLI run, a forked worker, a framework's environment server: ``runners/resume/envs.py`` passes the
 plant on to it): ``tests/plant_site/sitecustomize.py`` applies it at start-up.  A test that runs a copy of the tree
-is the exception: the plant imports the lab from where it is installed, so such a test carries no plant (its child
-would run the installed tree's code, not the copy's).
+with ``python -m runners.cli`` in the copy gets the plant in the copy's code (the site module plants the tree in the
+working folder the child is about to run); a child that runs a copy otherwise would run the installed tree's code
+under a plant, so such a test carries none.
 A plant in a framework's adapter (target ``driftlab_frameworks.<module>:...``, a module of
 ``mechanisms/resume/frameworks``) is applied in the env servers the rerun starts only (the lab never imports an
 adapter); a server started under a plant serves that rerun alone (``runners/resume/envs.py`` keys its servers on it).

@@ -63,11 +63,13 @@ def test_env_add_then_one_command_judges_the_release(tmp_path):
     ("langgraph==latest", "write FRAMEWORK==RELEASE"),
     ("nosuchframework==1.0", "no adapter for framework 'nosuchframework'"),
     ("langgraph==1.2.24", "already exists"),
-    ("langgraph==1.2.999", "lock failed"),
+    pytest.param("langgraph==1.2.999", "lock failed", id="not-on-the-registry", marks=pytest.mark.planted(
+        "runners.resume.env_add:add", "shutil.rmtree(folder, ignore_errors=True)", "pass")),  # in the clone's CLI
 ], ids=["no-release", "not-a-number", "no-adapter", "shipped", "not-on-the-registry"])
 def test_env_add_bad_requests_are_one_line_and_leave_nothing(tmp_path, request_, problem):
     """Bug classes: a traceback for a malformed request; a half-written folder left behind after a failed lock
-    (a later run would pick it up as a declared row); an existing environment overwritten."""
+    (a later run would pick it up as a declared row; planted on the failed lock's row); an existing environment
+    overwritten."""
     here = clone(tmp_path)
     before = sorted(p.name for p in (here / "data" / "envs").iterdir())
     got = driftlab(here, "env", "add", request_)
