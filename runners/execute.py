@@ -52,14 +52,26 @@ def write_cell(run_dir: Path, cell: Cell, output: "dict[str, list] | CellOutput"
         history: History = output.history
         _atomic_write(history_path(run_dir, cell),
                       lambda tmp: tmp.write_text(history_to_jsonl(history), encoding="utf-8"))
-    columns = output.records
-    frame = pd.DataFrame(columns)
-    for i, (key, value) in enumerate(cell.params):
-        frame.insert(i, key, value)
-    frame.insert(0, "cell", cell.id)
-    frame.insert(0, "experiment", cell.experiment)
+    frame = _framed(cell, output.records)
     _atomic_write(cell_path(run_dir, cell), lambda tmp: frame.to_parquet(tmp, index=False))
     return len(frame)
+
+
+def _framed(cell: Cell, records: dict[str, list]) -> pd.DataFrame:
+    """The cell's records with its experiment, id and parameters as the leading columns, in one constructor call
+    (a column insert per parameter cost ~13 ms a cell).  An empty cell keeps the inserts, whose scalar dtypes an
+    empty list cannot carry."""
+    head = {"experiment": cell.experiment, "cell": cell.id, **dict(cell.params)}
+    clash = sorted(head.keys() & records.keys())
+    if clash or len(head) != len(cell.params) + 2:
+        raise ValueError(f"cell {cell.id}: a parameter and a record column share a name: {clash or cell.params}")
+    n = len(next(iter(records.values()), ()))
+    if n:
+        return pd.DataFrame({**{k: [v] * n for k, v in head.items()}, **records})
+    frame = pd.DataFrame(records)
+    for i, (key, value) in enumerate(head.items()):
+        frame.insert(i, key, value)
+    return frame
 
 
 class CellFailed(Exception):
