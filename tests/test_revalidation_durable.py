@@ -231,10 +231,13 @@ def test_the_oracle_agreement_checker_judges_every_execution(records, outputs):
     assert tab.loc[("all", "ATR"), "unknown"] == 0
 
 
+@pytest.mark.planted("runners.revalidation.durable:Workspace.execute", "pid, code = self.server.call(step, *args)",
+                     "pid, code = self.server.call(step, *args); code = 0")  # a step's death not looked at
 def test_a_mechanism_whose_release_step_dies_or_raises_stops_the_cell_and_is_never_a_result(tmp_path):
     """Planted bug caught (issue 16 §3, a plug-in that fails is never a result): a mechanism whose validate
     SIGKILLs its own process or raises, recorded as an indeterminate release and an UNKNOWN execution (a
-    published row) instead of stopping the cell with one line naming the mechanism."""
+    published row) instead of stopping the cell with one line naming the mechanism and how it died (planted: a step
+    whose process died read as finished)."""
     from runners.experiment import Cell, compute
 
     experiment, options = RevalidationDurable(), Options(extra={"repetitions": 2})
