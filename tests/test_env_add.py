@@ -31,12 +31,15 @@ def driftlab(cwd: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=900)
 
 
+@pytest.mark.planted("runners.resume.env_add:rewrite",  # in the clone's CLI: it fails before the judged run
+                     'if not re.match(r"^\\s*aliases\\s*=", ln)]', "]")
 def test_env_add_then_one_command_judges_the_release(tmp_path):
     """`env add` writes the folder from the adapter's template, locks it with the lab's uv, checks the locked
     release, builds it, and prints the one command; that command judges the new row from its own histories.
 
     Bug classes: the pin left at the template's release (the row would be langgraph 1.2.24 under the name
-    1.2.15); an alias copied over (two rows answering to langgraph@today); a command printed that does not run."""
+    1.2.15); an alias copied over (two rows answering to langgraph@today; planted); a command printed that does not
+    run."""
     here = clone(tmp_path)
     added = driftlab(here, "env", "add", f"langgraph=={RELEASE}")
     assert added.returncode == 0, added.stderr
