@@ -290,7 +290,7 @@ def add_check(sub) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    from runners.experiments import EXPERIMENTS, FAMILIES
+    from runners.experiments import EXPERIMENTS, FAMILIES, SWEEPING
 
     import textwrap
 
@@ -326,8 +326,8 @@ def parser() -> argparse.ArgumentParser:
 
     sw = sub.add_parser("sweep", help="the papers' sweeps at any points you pick")
     sweeps = sw.add_subparsers(dest="sweep", required=True)
-    for name, experiment in EXPERIMENTS.items():
-        for sweep_name, sweep in experiment.sweeps.items():
+    for name in SWEEPING:
+        for sweep_name, sweep in EXPERIMENTS[name].sweeps.items():
             one = sweeps.add_parser(sweep_name, help=f"run {name} at the given points")
             run_options(one)
             one.add_argument(f"--{sweep.option}", type=sweep.parse, required=True, help=sweep.help)

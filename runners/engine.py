@@ -78,7 +78,7 @@ def select(only: str | None) -> list[str]:
     if only is None:
         return list(EXPERIMENTS)
     if only in FAMILIES:
-        names = [n for n, e in EXPERIMENTS.items() if e.family == only]
+        names = EXPERIMENTS.of_family(only)
         if not names:
             raise DriftlabError(f"--only {only}: the {only} family has no experiments in this version of driftlab")
         return names
