@@ -46,3 +46,11 @@ class TornKeepsAll(LazyFS):
 
     def torn(self) -> None:
         self.flush()
+
+
+class TruncateNeverShrinks(LazyFS):
+    """Planted: a truncate (the kernel's setattr of the size) that never makes a file shorter."""
+
+    def truncate(self, path: str, length: int, fh: int | None = None) -> int:
+        with self.lock:
+            return super().truncate(path, max(length, self._shadow(path).size), fh)
