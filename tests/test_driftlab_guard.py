@@ -108,14 +108,17 @@ def _pypi_reachable() -> bool:
         return False
 
 
+@pytest.mark.planted("driftlab_guard.claims:guard",  # in the fresh venv: an API the README's layer-1 snippet misses
+                     "claims: ClaimStore, *,", "*, claims: ClaimStore,")
 def test_pip_install_guard_alone_and_the_readme_snippets_run(tmp_path):
     """A fresh venv with only LangGraph and its SQLite saver (the lab's versions, from uv's cache when it has
     them), then ``uv pip install ./guard``: every README snippet runs, and importing driftlab_guard loads neither
     the PostgreSQL extra nor anything of the lab.
 
     Planted bugs caught: a dependency missing from guard/pyproject.toml (psycopg imported at import time), a
-    module left out of the package, a README snippet that no longer runs against the API.  Skipped only when
-    uv is missing, or when uv's cache cannot satisfy the install and PyPI is unreachable.
+    module left out of the package, a README snippet that no longer runs against the API (planted: guard()'s claims
+    made keyword-only, the README passes them by position).  Skipped only when uv is missing, or when uv's cache
+    cannot satisfy the install and PyPI is unreachable.
     """
     if shutil.which("uv") is None:
         pytest.skip("uv is not installed (it builds the fresh venv)")
