@@ -638,8 +638,8 @@ planted_env_rows = {  # the row's bug, planted where the row catches it
 }
 
 
-@pytest.mark.parametrize("edit, extra, cache, message", [pytest.param(*r[1:], id=r[0], marks=planted_env_rows.get(r[0], ()))
-                                                         for r in ENV_ROWS])
+@pytest.mark.parametrize("edit, extra, cache, message",
+                         [pytest.param(*r[1:], id=r[0], marks=planted_env_rows.get(r[0], ())) for r in ENV_ROWS])
 def test_environment_bad_input_is_one_line_exit_2_and_publishes_nothing(tmp_path, monkeypatch, capsys, edit, extra,
                                                                           cache, message):
     """Issue 24 §4-§5, on a scratch copy of data/envs/: a malformed or inconsistent env declaration, a release the

@@ -103,7 +103,7 @@ def test_check_then_set_claim_is_caught_on_postgres(pg_dsn):
 
 
 @pytest.mark.parametrize("runtime,fired", [("naive", 4), pytest.param("sequencer", 1, marks=pytest.mark.planted(
-    "mechanisms.resume.store:CheckpointTables.claim", "return cur.rowcount == 1", "return True"))])  # a claim never refused
+    "mechanisms.resume.store:CheckpointTables.claim", "return cur.rowcount == 1", "return True"))])  # never refuses
 def test_concurrent_resume_on_sqlite(runtime, fired, tmp_path):
     """Bug class: a cross-process claim tested only on PostgreSQL: the k = 4 racer cell on SQLite; naive lets every
     racer run on (4 gated effects), the sequencer's claim serves one (planted: a claim that never refuses, so all

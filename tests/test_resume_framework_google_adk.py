@@ -88,8 +88,9 @@ def test_race_k2():
     finished invocation by running nothing).  In this lab's runs the loser consumed and failed.  CO and EO judge
     exactly what the ledger holds (planted bugs: racers that never answer or whose answers are lost; a refusal
     invented by the adapter instead of ADK's StaleSessionError (planted below: every resume refused before it
-    answers the confirmation); a StaleSessionError after a node ran recorded as a refusal; an adapter that runs a node itself, which would charge
-    without a consumption of its own; a checker that misses two consumptions of one interrupt)."""
+    answers the confirmation); a StaleSessionError after a node ran recorded as a refusal; an adapter that runs a
+    node itself, which would charge without a consumption of its own; a checker that misses two consumptions of one
+    interrupt)."""
     _race_tied_to_the_ledger("sqlite")
 
 

@@ -135,7 +135,8 @@ def test_fault_cell_crashed_retry():
 
 @pytest.mark.planted("driftlab_frameworks.prefect:PrefectAdapter.recover",  # in the env server: the adapter
                      "self._execute(run_id, fr.id, worker=False)",  # removes Prefect's locks before the retry
-                     '__import__("shutil").rmtree(self.root / run_id / "locks"); self._execute(run_id, fr.id, worker=False)')
+                     '__import__("shutil").rmtree(self.root / run_id / "locks"); '
+                     "self._execute(run_id, fr.id, worker=False)")
 def test_serializable_cache_retry_waits_on_the_dead_holders_lock(tmp_path):
     """The documented safe cache configuration for concurrent executions (SERIALIZABLE isolation with a
     FileSystemLockManager) together with the crashed-retry recovery: the SIGKILLed engine held the lock of act's cache

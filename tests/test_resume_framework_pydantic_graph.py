@@ -26,8 +26,8 @@ def test_fault_cell_sigkill_after_gated_effect():
     file allows: the node's snapshot was left 'running', so either the framework refused to restore it (failed, its
     GraphRuntimeError, no node re-run, no effect fired by the recovery, the run's newest snapshot the killed node's)
     or it re-ran and the ledger says so (planted bugs: a 'crash' that unwinds or returns instead of dying (planted),
-    which lets pydantic-graph record the node 'error' or finish it; a recovery in the killed process; an adapter that runs the
-    node itself behind pydantic-graph's back, or that hides the framework's error as parked/done)."""
+    which lets pydantic-graph record the node 'error' or finish it; a recovery in the killed process; an adapter that
+    runs the node itself behind pydantic-graph's back, or that hides the framework's error as parked/done)."""
     records, history = _fault(RUNTIME, "crash_resume_after_effect_act")
     verdicts = dict(zip(records["property"], records["verdict"]))
     witnesses = dict(zip(records["property"], records["witness"]))

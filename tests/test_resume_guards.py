@@ -41,7 +41,7 @@ def test_an_effect_ledger_keeps_the_killed_nodes_effect_to_one(runtime, backend,
 
 
 @pytest.mark.planted("faults.resume.sigkill:KillAtPoint.point", "(name, node) == tuple(self.crash)",
-                     '(name, node) == ("before_node", self.crash[1])')  # the kill lands before act, not after its effect
+                     '(name, node) == ("before_node", self.crash[1])')  # the kill lands before act, not after it
 def test_stock_langgraph_in_the_same_cell_fires_twice():
     """The control: the same cell on stock LangGraph re-runs the killed node's effect (so the test above can fail).
 

@@ -111,7 +111,8 @@ def test_a_graph_that_cannot_finish_validly_is_not_stuck_when_nothing_invalid_wa
 #: the stuck rule's two guards against a later served call (counting from the last served call; a served call among
 #: the later ones), both gone: either alone still finds the later served call
 IGNORES_LATER = ('last = max(served, key=lambda c: (c.end or c.start or 0, c.index))\n'
-                 '    after = [c for c in calls if not c.indeterminate and (c.start or 0) > (last.end or last.start or 0)\n'
+                 '    after = [c for c in calls if not c.indeterminate and (c.start or 0) > '
+                 '(last.end or last.start or 0)\n'
                  '             and c.index != last.index]\n'
                  '    if not after or any(c.status == "ok" for c in after):')
 
