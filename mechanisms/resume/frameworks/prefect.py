@@ -11,11 +11,12 @@ engine call a worker and ``prefect flow-run retry --entrypoint`` make;
 
 - the server: ``prefect server start`` (``--no-ui --analytics-off
   --no-scheduler --no-late-runs``; ``PREFECT_HOME`` and the SQLite database
-  ``PREFECT_API_DATABASE_CONNECTION_URL`` in its folder), one per env fork
-  server (``<tmp>/driftlab-prefect-<its pid>/``), as one Prefect server serves
+  ``PREFECT_API_DATABASE_CONNECTION_URL`` in its folder), one per lab
+  process (``<tmp>/driftlab-prefect-<its pid>/``), shared by the fork servers
+  of Prefect's three rows (started under a file lock), as one Prefect server serves
   many flows: started by the first cell's ``setup()`` as a process of its own,
   so it outlives every process the cells SIGKILL, and shared by the next cells;
-  a shell watchdog stops it (and removes its folder) when the fork server is
+  a shell watchdog stops it (and removes its folder) when the lab process is
   gone or no call has come for five minutes (each call touches a lease file),
   as ``temporal.py`` does for Temporal's dev server.  Cells are isolated by the
   namespace: each cell's deployment is ``driftlab-graph/<ns>`` and its flow runs
@@ -89,10 +90,30 @@ inside the task's transaction commit).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
-_FOLDER = Path(tempfile.gettempdir()) / f"driftlab-prefect-{os.getpid()}"  # the env fork server's (imported there)
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+# imported in the env's fork server: its parent is the lab process, whose fork servers (one per row: the default, the
+# serializable-cache and crashed-retry rows) share one Prefect server, each cell in its own deployment
+_LAB = os.getppid()
+_FOLDER = Path(tempfile.gettempdir()) / f"driftlab-prefect-{_LAB}"
+# the folders of lab processes that are gone (a watchdog that stopped an idle server before its lab process ended
+# leaves its folder behind): removed here, whoever left them
+for _left in _FOLDER.parent.glob("driftlab-prefect-*"):
+    if _left.name.rpartition("-")[2].isdigit() and _gone(int(_left.name.rpartition("-")[2])):
+        shutil.rmtree(_left, ignore_errors=True)
 (_FOLDER / "home").mkdir(parents=True, exist_ok=True)  # Prefect makes its home at import, not its parents
 # Prefect's documented settings, before prefect is imported: its home under the server's folder, no analytics, no
 # logs sent to the API, quiet console (nothing of this is part of what the lab measures)
@@ -101,6 +122,7 @@ for _var, _val in (("PREFECT_HOME", str(_FOLDER / "home")), ("DO_NOT_TRACK", "1"
                    ("PREFECT_LOGGING_LEVEL", "ERROR"), ("PREFECT_CLI_PROMPT", "false")):
     os.environ.setdefault(_var, _val)
 
+import fcntl  # noqa: E402
 import json  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
@@ -124,7 +146,7 @@ from .protocol import (Answer, AFTER_NODE_BEFORE_CHECKPOINT, AFTER_RESUME_CONSUM
                        REFUSED, Adapter, current)
 
 FLOW = "driftlab-graph"
-SERVER_IDLE_S = 300  # the server stops this long after the last call (or when its fork server is gone)
+SERVER_IDLE_S = 300  # the server stops this long after the last call (or when the lab process is gone)
 WAIT_S = 55  # the server's start-up (16 s on an idle 2-core machine), within the setup call's 60 s limit
 FINAL = ("FAILED", "CRASHED", "CANCELLED")
 #: the message of the documented zombie-flow automation's ChangeFlowRunState action (Prefect's "Detect zombie flows")
@@ -193,8 +215,10 @@ class PrefectAdapter(Adapter):
             return False
 
     def setup(self) -> None:
-        if not (self.info.exists() and self._healthy(self.url())):
-            self._start_server()
+        with open(self.folder / "start.lock", "a") as lock:  # two rows' fork servers: one starts it, one waits
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (self.info.exists() and self._healthy(self.url())):
+                self._start_server()
         with self.settings(), get_client(sync_client=True) as client:
             flow_id = client.create_flow_from_name(FLOW)
             client.create_deployment(flow_id=flow_id, name=self.deployment)
@@ -209,7 +233,7 @@ class PrefectAdapter(Adapter):
                "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{self.folder}/prefect-{port}.db",
                "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false", "DO_NOT_TRACK": "1"}
         env.pop("PREFECT_API_URL", None)
-        ppid = os.getppid()
+        ppid = _LAB
         watch = (f'"{sys.executable}" -m prefect server start --host 127.0.0.1 --port {port} --no-ui '
                  f'--analytics-off --no-scheduler --no-late-runs >"{self.folder}/server-{port}.log" 2>&1 & p=$!; '
                  f'while kill -0 {ppid} 2>/dev/null && kill -0 $p 2>/dev/null && '
