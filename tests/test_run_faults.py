@@ -188,11 +188,9 @@ def test_sigkill_of_the_main_process_alone_kills_its_workers_which_never_hold_th
 
 
 # ------------------------------------------------------------------ Ctrl-C
-@pytest.mark.planted("runners.workers:_worker", "signal.signal(signal.SIGINT, signal.SIG_IGN)", "pass")
 def test_ctrl_c_prints_one_line_and_leaves_no_step_server_or_step_alive(tmp_path):
-    """Planted bugs: Ctrl-C printing worker tracebacks under --quiet (planted: a worker that does not ignore
-    SIGINT); a step server (``python -m runners.processes``) or one of its forked steps still running after the run
-    has exited."""
+    """Planted bugs: Ctrl-C printing worker tracebacks under --quiet; a step server (``python -m
+    runners.processes``) or one of its forked steps still running after the run has exited."""
     run = subprocess.Popen(_cli("reproduce", "--only", "revalidation_durable", "--jobs", "1", "--out", str(tmp_path / "run")),
                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

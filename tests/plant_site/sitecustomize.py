@@ -63,6 +63,12 @@ if _PLANT:
                 _load_frameworks()
             _KEPT = planted(*json.loads(_PLANT))  # held for the life of this process (its exit would restore the code)
             _KEPT.__enter__()
+            _ARGV = list(getattr(sys, "orig_argv", ()))
+            _RUN = _ARGV[_ARGV.index("-m") + 1] if "-m" in _ARGV[:-1] else None
+            _OWN = _RUN and _RUN.split(".")[0] == json.loads(_PLANT)[0].split(".")[0]  # X of the planted package
+            if _OWN and _RUN in sys.modules:  # `python -m X` and the plant's imports imported X: runpy is to run X as
+                del sys.modules[_RUN]  # __main__ and would warn on stderr (a line the test did not expect); as without
+                #                        a plant, a later `import X` gets a copy of its own
         except ImportError:  # a Python without the lab (a tool's own interpreter): nothing of the lab to plant in
             pass
         finally:
