@@ -206,6 +206,8 @@ def scan(path: Path, start: int, stop: int) -> Chunk:
     partition = validator.partition
     single = partition[0] if len(partition) == 1 else None
     part, groups, raws, objs = out.part, Groups(), [], []
+    # bound once: the loop below runs once per line (a million times for a million-operation history)
+    add_part, add_raw, add_obj, strict = part.append, raws.append, objs.append, validator.strict
     local: dict[Any, int] = {}  # one key's value -> its local partition (the common case: no union needed)
     n = 0
     with open_regular(path, _JOB["max_bytes"]) as f, paused_gc():
@@ -222,8 +224,8 @@ def scan(path: Path, start: int, stop: int) -> Chunk:
                     obj, exact = orjson_loads(raw), True
                 except orjson.JSONDecodeError:
                     obj, exact = loads(raw, n)
-                value = check(obj, n) if exact else validator.strict(obj, n)
-                if out.first is None:
+                value = check(obj, n) if exact else strict(obj, n)
+                if not part:  # the range's first operation (out.first is set once, not tested per line)
                     out.first = (n, validator.previous)
                 if single is not None:  # the common case, one partition key
                     v = value.get(single)
@@ -235,9 +237,9 @@ def scan(path: Path, start: int, stop: int) -> Chunk:
                         p = groups.join(partition_keys(value, n))
                 else:
                     p = groups.join((partition_keys(value, n) if partition else ()) or NO_KEY)
-                part.append(p)
-                raws.append(raw)
-                objs.append(obj)
+                add_part(p)
+                add_raw(raw)
+                add_obj(obj)
         except HistoryError as exc:
             local_line, _, message = str(exc).partition(": ")
             out.error = (int(local_line.split()[1]), message)

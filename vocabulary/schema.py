@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Callable, Mapping
 
 from vocabulary import FAIL, OK, STATUSES, HistoryError, Operation
@@ -182,6 +183,8 @@ def _shown(v: Any) -> str:
 _PY_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "object": (dict,),
              "list": (list,), "key": (str, int), "any": None}
 _STATUS_SET = frozenset(STATUSES)
+#: An operation line's fields, fetched at once by Validator.check (a KeyError if one is missing).
+_FIELDS = itemgetter("index", "actor", "op", "status", "start", "end", "value")
 
 
 def _fast(keys: tuple[Key, ...]) -> Callable[[dict, str], bool]:
@@ -243,9 +246,12 @@ class Validator:
         :meth:`strict` instead.
         """
         if type(obj) is dict:
-            index, name, status, value = obj.get("index"), obj.get("op"), obj.get("status"), obj.get("value")
-            start, end = obj.get("start"), obj.get("end")
-            if (type(index) is int and index > self.previous and type(obj.get("actor")) is str
+            try:  # one C call for the seven fields (the common line has them all); else one .get each
+                index, actor, name, status, start, end, value = _FIELDS(obj)
+            except KeyError:
+                index, actor, name, status = obj.get("index"), obj.get("actor"), obj.get("op"), obj.get("status")
+                start, end, value = obj.get("start"), obj.get("end"), obj.get("value")
+            if (type(index) is int and index > self.previous and type(actor) is str
                     and type(value) is dict and type(status) is str and status in _STATUS_SET
                     and (start is None or type(start) is float or type(start) is int)
                     and (end is None or type(end) is float or type(end) is int)
