@@ -86,7 +86,12 @@ def test_race_k2(runtime, backend, request):
     consumed = [op for op in _ledger(history, "trace") if op.value.get("kind") == "consume"]
     charged = [op for op in _ledger(history, "effect") if op.value.get("effect") == "charge"]
     assert len(racers) == 2 and len(charged) == r["effects_fired"][0] == len(consumed)
-    assert (r["eo_verdict"][0] == "invalid") == (len(charged) > 1)
+    # EO's rule: an effect fired twice, or a finished run one of whose effects never fired (a racer's row written over
+    # the other's can finish the run without its notify: a lost effect)
+    fired = [(e.value["task"], e.value["effect"]) for e in _ledger(history, "effect")]
+    done = any(cp.value["next"] is None for cp in _ledger(history, "checkpoint"))
+    lost = done and len(set(fired)) < 3  # prepare's, the charge and the email
+    assert (r["eo_verdict"][0] == "invalid") == (len(fired) > len(set(fired)) or lost), (fired, done)
     inert = False
     for racer in racers:
         label = racer.value["op"]
