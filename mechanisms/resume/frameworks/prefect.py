@@ -112,7 +112,8 @@ _FOLDER = Path(tempfile.gettempdir()) / f"driftlab-prefect-{_LAB}"
 # the folders of lab processes that are gone (a watchdog that stopped an idle server before its lab process ended
 # leaves its folder behind): removed here, whoever left them
 for _left in _FOLDER.parent.glob("driftlab-prefect-*"):
-    if _left.name.rpartition("-")[2].isdigit() and _gone(int(_left.name.rpartition("-")[2])):
+    _pid = _left.name.rpartition("-")[2]
+    if _pid.isdigit() and _gone(int(_pid)):
         shutil.rmtree(_left, ignore_errors=True)
 (_FOLDER / "home").mkdir(parents=True, exist_ok=True)  # Prefect makes its home at import, not its parents
 # Prefect's documented settings, before prefect is imported: its home under the server's folder, no analytics, no
@@ -233,13 +234,12 @@ class PrefectAdapter(Adapter):
                "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{self.folder}/prefect-{port}.db",
                "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false", "DO_NOT_TRACK": "1"}
         env.pop("PREFECT_API_URL", None)
-        ppid = _LAB
         watch = (f'"{sys.executable}" -m prefect server start --host 127.0.0.1 --port {port} --no-ui '
                  f'--analytics-off --no-scheduler --no-late-runs >"{self.folder}/server-{port}.log" 2>&1 & p=$!; '
-                 f'while kill -0 {ppid} 2>/dev/null && kill -0 $p 2>/dev/null && '
+                 f'while kill -0 {_LAB} 2>/dev/null && kill -0 $p 2>/dev/null && '
                  f'[ $(( $(date +%s) - $(stat -c %Y "{lease}" 2>/dev/null || echo 0) )) -lt {SERVER_IDLE_S} ]; '
                  f'do sleep 0.5; done; kill $p 2>/dev/null; wait $p; '
-                 f'kill -0 {ppid} 2>/dev/null || rm -rf "{self.folder}"')
+                 f'kill -0 {_LAB} 2>/dev/null || rm -rf "{self.folder}"')
         subprocess.Popen(["sh", "-c", watch], start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         url, deadline = f"http://127.0.0.1:{port}/api", time.monotonic() + WAIT_S
