@@ -365,6 +365,14 @@ def time_limit(request: Request, cells: list[Cell], experiment: Experiment) -> f
     return max((experiment.time_limit(c, request.options) for c in cells), default=experiment.cell_timeout_s)
 
 
+
+def _earlier_walls(run_dir: Path) -> dict[str, float]:
+    """The wall seconds an earlier invocation on this run folder recorded per experiment (none if none finished)."""
+    try:
+        return dict(json.loads((run_dir / "provenance.json").read_text(encoding="utf-8"))["wall_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
 def run(request: Request) -> Path:
     """Plan, claim the folder, run every pending cell, write provenance, analyse; returns the run folder."""
     from analysis.pipeline import analyze
@@ -401,6 +409,7 @@ def run(request: Request) -> Path:
         known = timings.load()
         per_cell = {n: known[f"{key}/{n}"] for n in request.experiments if f"{key}/{n}" in known}
         measured: dict[str, tuple[float, float]] = {}  # finished experiment -> (wall seconds, declared)
+        earlier = _earlier_walls(run_dir)  # a rerun that finds an experiment done keeps the time it took then
         for k, name in enumerate(request.experiments, 1):
             todo = todo_of[name]
             left = timings.remaining(list(request.experiments[k - 1:]), {n: len(todo_of[n]) for n in todo_of},
@@ -412,7 +421,8 @@ def run(request: Request) -> Path:
                                 label=f"[{k}/{len(request.experiments)}] {name}",
                                 timeout_s=time_limit(request, cells[name], EXPERIMENTS[name]))
             done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
-                          "wall_seconds": round(time.perf_counter() - t0, 3)}
+                          "wall_seconds": round(time.perf_counter() - t0, 3) if todo or name not in earlier
+                          else earlier[name]}
             if todo:  # an experiment whose cells were all done says nothing about how long cells take
                 measured[name] = (done[name]["wall_seconds"], declared[name])
                 timings.remember(key, name, done[name]["wall_seconds"], len(todo))

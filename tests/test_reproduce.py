@@ -1,6 +1,7 @@
 """End to end: the quick profile, determinism, SIGKILL and resume, analyze, compare, plug-ins."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -134,17 +135,24 @@ def test_ctrl_c_keeps_finished_cells_and_says_how_to_go_on(tmp_path):
     assert len(got) == 420 * 40 and not got.duplicated(["cell", "repetition"]).any()
 
 
+@pytest.mark.planted("runners.engine:run", "if todo or name not in earlier", "if True")
 def test_a_finished_run_is_not_run_again_and_a_different_run_is_refused(tmp_path):
+    """A rerun of a finished run writes no record, clears a killed run's scratch and refuses another seed.
+
+    Bug class: a rerun that finds every cell done overwrites the experiment's measured wall time with its own
+    (about 0 s), so the report of a finished run says it took no time."""
     out = tmp_path / "run"
     args = ("reproduce", "--only", "revalidation_outcomes", "--repetitions", "2", "--out", str(out), "--quiet")
     assert driftlab(*args).returncode == 0
     before = {p: p.stat().st_mtime_ns for p in (out / "records").rglob("*.parquet")}
+    wall = json.loads((out / "provenance.json").read_text())["wall_seconds"]["revalidation_outcomes"]
     left_by_a_killed_run = out / "scratch" / "driftlab-durable-x" / "business-0.db"
     left_by_a_killed_run.parent.mkdir(parents=True)
     left_by_a_killed_run.write_bytes(b"")
     assert driftlab(*args).returncode == 0
     assert not (out / "scratch").exists()
     assert before == {p: p.stat().st_mtime_ns for p in (out / "records").rglob("*.parquet")}
+    assert json.loads((out / "provenance.json").read_text())["wall_seconds"]["revalidation_outcomes"] == wall > 0.1
     refused = driftlab("reproduce", "--only", "revalidation_outcomes", "--repetitions", "2", "--seed", "99", "--out", str(out))
     assert refused.returncode == 2 and "seed" in refused.stderr and refused.stderr.count("\n") == 1
 
