@@ -37,6 +37,7 @@ import errno
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -495,10 +496,12 @@ def unmount(point: str) -> None:
 
 
 def requirements() -> str:
-    """Why the lazy file system cannot run here ("" when it can): /dev/fuse, fusermount3, root."""
+    """Why the lazy file system cannot run here ("" when it can): /dev/fuse, fusermount3, libfuse3, and root or a
+    setuid-root fusermount3 (a process that is not root mounts FUSE only through a setuid fusermount3)."""
     if not os.path.exists("/dev/fuse"):
         return "no /dev/fuse on this machine"
-    if shutil.which("fusermount3") is None:
+    helper = shutil.which("fusermount3")
+    if helper is None:
         return "fusermount3 not found (Debian's fuse3 package: apt-get install fuse3)"
     try:
         import ctypes.util
@@ -507,7 +510,14 @@ def requirements() -> str:
             return "libfuse3 not found (Debian's fuse3 package: apt-get install fuse3)"
     except Exception as exc:  # noqa: BLE001
         return f"libfuse3 not loadable: {exc}"
+    if os.geteuid() != 0 and not _setuid_root(helper):
+        return "not root, and fusermount3 is not setuid root (mounting FUSE needs one of them)"
     return ""
+
+
+def _setuid_root(path: str) -> bool:
+    st = os.stat(path)
+    return st.st_uid == 0 and bool(st.st_mode & stat.S_ISUID)
 
 
 class Mount:
