@@ -26,6 +26,7 @@ import pandas as pd
 
 from analysis.report import Finding, Matrix, Section
 from analysis.resume import frameworks_losers
+from analysis.resume.remedies import remedy
 
 GROUPS = ("crash", "second resume or fork", "race", "other")
 SECOND = ("second_resume_head", "second_resume_by_id", "fork_twice", "replay_past_checkpoint")
@@ -141,6 +142,7 @@ def findings(tab: pd.DataFrame, records: pd.DataFrame) -> list[Finding]:
         if violated:
             worst = t[t["violated"].str.split(",").map(lambda ps: violated[0] in ps)].iloc[0]
             text += f" Worst witness ({worst['fault_cell']}): {worst['witness'].rstrip('.')}."
+            text += f" {remedy(meta['framework'])}".rstrip()
         out.append(Finding("frameworks", rt, text))
     return out
 

@@ -177,6 +177,33 @@ def test_one_finding_per_framework_answering_the_two_questions():
     assert "**undecided**" in found["maybe@1"] and "SIGKILL: undecided" in found["maybe@1"]
 
 
+@pytest.mark.planted("analysis.resume.frameworks_cells:findings",
+                     'text += f" {remedy(meta[\'framework\'])}".rstrip()',
+                     'text += f" {remedy(meta[\'runtime\'])}".rstrip()')
+def test_a_not_safe_framework_says_what_to_add_and_whether_the_guard_helps():
+    """Issue 29: the report says, for each framework found not safe, what a user must add to resume exactly once
+    and whether the lab's guard helps.  Bug classes: the advice looked up by the row (``dbos@1``) instead of its
+    framework, so it never shows; advice printed under a row the run found safe; a declared framework with no
+    advice written."""
+    import tomllib
+    from pathlib import Path
+
+    from analysis.resume.remedies import remedies
+
+    records = frameworks_records()
+    records.loc[records["runtime"] == "twice@1", ["runtime", "framework"]] = ("dbos@1", "dbos")
+    records.loc[records["runtime"] == "safe@1", ["runtime", "framework"]] = ("langgraph@1", "langgraph")
+    found = {f.subject: f.text for f in frameworks_cells.findings(frameworks_cells.table(records), records)}
+    assert "To resume exactly once, add step bodies idempotent" in found["dbos@1"]
+    assert found["dbos@1"].endswith("The lab's guard: no: the guard wraps LangGraph checkpointers only.")
+    assert "To resume exactly once" not in found["langgraph@1"]
+    envs = Path(__file__).resolve().parents[2] / "data" / "envs"
+    frameworks = {spec["framework"] for p in envs.glob("*/pyproject.toml")
+                  for spec in tomllib.loads(p.read_text())["tool"]["driftlab"]["runtimes"].values()}
+    assert frameworks and frameworks <= set(remedies()), frameworks - set(remedies())
+    assert all(set(r) == {"add", "guard"} for r in remedies().values())
+
+
 @pytest.mark.planted("analysis.resume.frameworks_losers:table",
                      'races_2plus_effects=int((t["effects"] > 1).sum()),',
                      'races_2plus_effects=int((t["effects"] >= 1).sum()),')
