@@ -29,7 +29,9 @@ speed (every read and write crosses into Python), and a crash of this process
 is a failure of the lab (``mount`` reports it), never a result.
 
 ``python -m runners.resume.lazyfs serve BACKING MOUNT CONTROL`` is the server;
-:class:`Mount` starts, commands and stops it.
+:class:`Mount` starts, commands and stops it.  The server never outlives the
+process that mounted it: once that process is gone, it unmounts, removes the
+caller's scratch folder and exits (:func:`watch_parent`).
 """
 from __future__ import annotations
 
@@ -521,11 +523,15 @@ def _setuid_root(path: str) -> bool:
 
 
 class Mount:
-    """One lazy file system over ``backing`` at ``point``: start, fault, remount, stop (module docstring)."""
+    """One lazy file system over ``backing`` at ``point``: start, fault, remount, stop (module docstring).
 
-    def __init__(self, backing: Path, point: Path, ops: str = "", env: dict | None = None):
+    ``scratch``: the caller's folder that holds the mount (a cell's): the server removes it, and its own mount, if
+    the caller dies first (a Ctrl-C or a SIGKILL of the lab: :func:`watch_parent`)."""
+
+    def __init__(self, backing: Path, point: Path, ops: str = "", env: dict | None = None,
+                 scratch: Path | None = None):
         self.backing, self.point = Path(backing), Path(point)
-        self.ops, self.env = ops, env
+        self.ops, self.env, self.scratch = ops, env, scratch
         if PREFIX not in str(self.point):
             raise ValueError(f"{point}: a lazy mount point's path carries {PREFIX!r} (so a later run can find it)")
         self.control = control_path(str(self.point))
@@ -539,7 +545,8 @@ class Mount:
                                       str(self.point), self.control, *([self.ops] if self.ops else [])],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
                                      cwd=str(Path(__file__).resolve().parents[2]),
-                                     env={**(self.env or os.environ), "DRIFTLAB_LAZYFS_PARENT": str(os.getpid())})
+                                     env={**(self.env or os.environ), "DRIFTLAB_LAZYFS_PARENT": str(os.getpid()),
+                                          "DRIFTLAB_LAZYFS_SCRATCH": str(self.scratch or "")})
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -595,11 +602,34 @@ class Mount:
         self.stop()
 
 
+def clean_up(point: str, scratch: str = "") -> None:
+    """Unmount ``point`` (lazily: a dead reader's open file cannot keep it), remove its control socket, and, once
+    nothing is mounted there, ``scratch`` (the folder holding it)."""
+    unmount(point)
+    Path(control_path(point)).unlink(missing_ok=True)
+    if scratch and not os.path.ismount(point):
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def watch_parent(parent: int, point: str, scratch: str, every_s: float = 0.1) -> None:
+    """In the server: never outlive the process that mounted us.  Once ``parent`` is gone (the lab's worker killed
+    by a Ctrl-C of the lab or a SIGKILL), unmount, remove the caller's ``scratch`` folder, and exit.  (Were this
+    server itself SIGKILLed, its mount would stay: the next run's check removes it, naming it.)"""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        clean_up(point, scratch)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] != ["serve"] or len(sys.argv) not in (5, 6):
         sys.exit("usage: python -m runners.resume.lazyfs serve BACKING MOUNT CONTROL [module:Class]")
-    if os.environ.get("DRIFTLAB_LAZYFS_PARENT"):  # never outlive the run that mounted it (its mount is then a
-        from runners.processes import die_with_parent  # leftover the next run removes, naming it)
-
-        die_with_parent(int(os.environ["DRIFTLAB_LAZYFS_PARENT"]))
+    PARENT = int(os.environ.get("DRIFTLAB_LAZYFS_PARENT") or 0)
+    if PARENT:
+        watch_parent(PARENT, sys.argv[3], os.environ.get("DRIFTLAB_LAZYFS_SCRATCH", ""))
     serve(*sys.argv[2:])
+    if PARENT and os.getppid() != PARENT:  # unmounted by the watch: it exits once it has cleaned up
+        time.sleep(60)

@@ -214,7 +214,7 @@ def run_one(runtime: str, point_name: str, flush_at_park: bool, fault: str, scra
     world.mkdir(parents=True, exist_ok=True)
     backend = Backend("sqlite", str(mount), "pl", ledger_location=str(world))
     free_mount_point(mount)
-    with lazyfs.Mount(backing, mount, STRICT.get(fault, "")) as fs:
+    with lazyfs.Mount(backing, mount, STRICT.get(fault, ""), scratch=scratch) as fs:
         pid, r = _child(_start, (runtime, backend))
         started = _read(r, WAIT_S)
         wait(pid)
@@ -354,7 +354,7 @@ def run_one_env(runtime: str, point_name: str, flush_at_park: bool, fault: str, 
     backend = Backend("sqlite", str(mount), "pl", ledger_location=str(world))
     free_mount_point(mount)
     env = _Env(runtime, backend)
-    with lazyfs.Mount(backing, mount, STRICT.get(fault, "")) as fs, closing(env.rt):
+    with lazyfs.Mount(backing, mount, STRICT.get(fault, ""), scratch=scratch) as fs, closing(env.rt):
         env.rt.setup()  # the world's ledger tables (outside), the framework's own set-up (on the mount)
         started = env.must("start", run_id=RUN, input="in")
         if started["state"] != PARKED:
@@ -449,9 +449,12 @@ class ResumePowerloss(Experiment):
     def check(self, options: Options) -> None:
         if self.skipped(options, self.missing(), "a FUSE file system"):
             return
-        for left in lazyfs.leftovers():
-            lazyfs.unmount(left)
-            print(f"resume: removed a lazy file system a killed run left mounted at {left}", flush=True)
+        for left in lazyfs.leftovers():  # a server killed with its run (its own watch never ran): its mount, and
+            cell = Path(left).parent  # the cell's scratch folder holding it, go, named in one line
+            ours = cell.name.startswith("powerloss-") and cell.parent.name == "scratch"
+            lazyfs.clean_up(left, str(cell) if ours else "")
+            print(f"resume: removed a lazy file system a killed run left mounted at {left}"
+                  + (f", and its cell's scratch folder {cell}" if ours and not cell.exists() else ""), flush=True)
         from mechanisms.resume.frameworks import declared
         from runners.resume import envs
 
