@@ -29,6 +29,8 @@ import pytest
 
 from runners.resume import hosts, nemesis, pgcluster
 
+pytestmark = pytest.mark.xdist_group("test_nemesis")  # one worker: the module-scoped run is made once
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.xdist_group("test_report_findings")  # one worker: the module-scoped run is made once
+
 REPO = Path(__file__).resolve().parent.parent
 ROWS = ("langgraph@1.2.24", "pydantic-graph@1.107")
 
