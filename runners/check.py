@@ -8,7 +8,10 @@ processes, and never held whole.  Each chunk is parsed once:
 1. **validated** — the file must be a regular file (a FIFO, a device or a
    folder is refused before anything is read) under ``max_bytes``; every
    line is checked against the family's declared format
-   (:mod:`vocabulary.schema`).  A malformed history is one line naming the
+   (:mod:`vocabulary.schema`), a field at a time over the whole chunk
+   (:meth:`~vocabulary.schema.Validator.check_many`); a chunk that fails
+   that quick test is validated again line by line, which names the first
+   bad line.  A malformed history is one line naming the
    first bad line and its field, exit 2, and never a verdict: whatever the
    checkers found in other chunks is dropped.
 2. **partitioned** — each operation belongs to a **partition** (Porcupine's
@@ -19,7 +22,9 @@ processes, and never held whole.  Each chunk is parsed once:
    operations among its first or last ``EDGE``) are judged there and then;
    the others travel to the main process as raw lines.  For a family whose
    checkers split by group themselves (``HistorySchema.separable``) the
-   inner partitions are one history, otherwise each is a history of its own.
+   inner partitions are one history, otherwise each is a history of its own;
+   only the operations the checkers declare they read (:func:`reads`) become
+   :class:`~vocabulary.Operation` objects (a race pair's 4 of 13).
 
 The main process ties the chunks' partitions together by their keys.  The
 partitions that reached an edge are judged whole once every chunk is in.
@@ -47,7 +52,7 @@ from array import array
 from collections import Counter, deque
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, compress, groupby, repeat
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -55,7 +60,7 @@ import orjson
 from orjson import loads as orjson_loads
 
 from runners.experiment import DriftlabError
-from vocabulary import CheckResult, History, HistoryError, Operation, Verdict, worst
+from vocabulary import INDETERMINATE, CheckResult, History, HistoryError, Operation, Verdict, worst
 from vocabulary.schema import HistorySchema, Validator, header, operation
 
 MAX_BYTES = 4 * 2**30  # a history file larger than this is refused (--max-bytes)
@@ -64,6 +69,7 @@ CHUNK_BYTES = 2**18  # a chunk: parsed, validated and its inner partitions judge
 EDGE = 16  # operations at each end of a chunk whose partitions may go on in a neighbour: judged once all are in
 POOL_BYTES = 8 * 2**20  # a larger file is read by a worker per core (unless --jobs says otherwise)
 BATCH = 20_000  # operations per batch handed to the checkers when the file is read a second time
+_KEY_TYPES = frozenset({str, int, type(None)})  # what a partition key's value may be (None: the key is absent)
 NO_KEY = (("", None),)  # the partition key of the operations that carry none (no declared key is "" or None)
 
 
@@ -193,86 +199,181 @@ def _setup(family: str, meta: dict, names: list[str], allow_unknown: bool, max_b
 
     others = schemas()
     known = checkers(family)
-    _JOB.update(family=family, meta=meta, checkers=[known[n] for n in names], separable=others[family].separable,
-                validator=lambda: Validator(others[family], others, allow_unknown), max_bytes=max_bytes, edge=edge)
+    chosen = [known[n] for n in names]
+    _JOB.update(family=family, meta=meta, checkers=chosen, separable=others[family].separable,
+                validator=Validator(others[family], others, allow_unknown).fresh, max_bytes=max_bytes, edge=edge,
+                keep=reads(chosen) if others[family].separable else None, partition=others[family].partition)
+
+
+def reads(chosen: list) -> frozenset[str] | None:
+    """The operation names the chosen checkers read (None: every operation, if one of them does not say which).
+
+    A checker of a separable family may declare ``reads``: the operation names its verdict on a group depends
+    on; every indeterminate operation counts as read too.  Its result on a history is then the same as on that
+    history without the other operations, and ``check`` builds and hands it only these (a race pair's 4 of 13).
+    ``tests/test_check_fastpath.py`` holds each declaration to that.
+    """
+    names: set[str] = set()
+    for c in chosen:
+        declared = getattr(c, "reads", None)
+        if declared is None:
+            return None
+        names |= declared
+    return frozenset(names)
 
 
 def scan(path: Path, start: int, stop: int) -> Chunk:
     """Validate the lines of ``path`` in the byte range [start, stop) (both at line starts), tie each operation to
     a local partition, and judge the partitions that do not reach the chunk's first or last ``edge`` operations."""
+    with open_regular(path, _JOB["max_bytes"]) as f:
+        f.seek(start)
+        lines = f.read(stop - start).split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    with paused_gc():
+        # in a function of its own: the chunk's parsed lines are freed when it returns, before the collector is on
+        # again (else its first pass walks them all: 0.7 s of CPU in a million-operation check, under cProfile)
+        return _scan(lines)
+
+
+def _scan(lines: list[bytes]) -> Chunk:
+    """The work of :func:`scan` on the range's lines."""
     out = Chunk()
     validator = _JOB["validator"]()
+    got = _scan_chunk(lines, validator, out)
+    if got is None:  # some line failed the chunk's quick test: line by line, for the exact first error
+        validator, out = _JOB["validator"](), Chunk()
+        got = _scan_lines(lines, validator, out)
+        if got is None:
+            return out
+    objs, raws, part, groups, names, statuses = got
+    out.lines, out.last_index, out.unknown = len(lines), (validator.previous if out.first else None), validator.unknown
+    roots = groups.roots()
+    for key, i in groups.ids.items():
+        out.keys.setdefault(roots[i], []).append(key)
+    part = out.part = array("q", map(roots.__getitem__, part))
+    count, e = len(part), _JOB["edge"]
+    edge = {part[k] for k in (*range(min(e, count)), *range(max(e, count - e), count))}
+    out.edges = {p: [] for p in edge}
+    for k in compress(range(count), map(edge.__contains__, part)):
+        out.edges[part[k]].append(raws[k])
+    # the inner partitions' operations, partition by partition in the order they first appear, each in file order
+    # (only those the checkers read: _JOB["keep"])
+    keep = _JOB["keep"]
+    if keep is None:
+        chosen = [k for k in range(count) if part[k] not in edge]
+    elif names is None:
+        chosen = [k for k, p, obj in zip(range(count), part, objs)
+                  if p not in edge and (obj["op"] in keep or obj["status"] == INDETERMINATE)]
+    else:
+        read = (map(keep.__contains__, names) if INDETERMINATE not in statuses else
+                [name in keep or status == INDETERMINATE for name, status in zip(names, statuses)])
+        chosen = [k for k in compress(range(count), read) if part[k] not in edge]
+    if names is not None and len(_JOB["partition"]) == 1:
+        order = part  # one key: the local partitions are numbered in the order they first appear, and never joined
+    else:
+        rank = {p: r for r, p in enumerate(dict.fromkeys(part))}
+        order = array("q", map(rank.__getitem__, part))
+    chosen.sort(key=order.__getitem__)
+    inner = [list(map(operation, map(objs.__getitem__, ks))) for _, ks in groupby(chosen, order.__getitem__)]
+    out.results = [[] for _ in _JOB["checkers"]]
+    if count > sum(map(len, out.edges.values())):  # some partition lies inside (its operations may all be unread)
+        try:
+            out.results, out.named = _judge_parsed(inner)
+        except DriftlabError as exc:
+            out.failure = str(exc)
+    return out
+
+
+def _scan_chunk(lines: list[bytes], validator: Validator, out: Chunk) -> tuple | None:
+    """A chunk validated and partitioned a field at a time (:meth:`Validator.check_many`): (the parsed lines, the
+    raw lines, each operation's local partition, the partitions' union-find, the operation names, the statuses),
+    or None if any line is blank, is not strict JSON or fails the quick test (the caller then goes line by line)."""
+    try:
+        objs = list(map(orjson_loads, lines))
+    except orjson.JSONDecodeError:  # a blank line, or one only Python's reader takes (NaN), or not JSON at all
+        return None
+    checked = validator.check_many(objs)
+    if checked is None:
+        return None
+    values = checked[0]
+    groups, partition = Groups(), validator.partition
+    if len(partition) == 1:  # the common case, one partition key: its values, each a partition of its own
+        key = partition[0]
+        keys = list(map(dict.get, values, repeat(key)))
+        if not set(map(type, keys)) <= _KEY_TYPES:
+            return None  # refused: a partition key is a string or an integer (the per-line pass says where)
+        local = dict.fromkeys(keys)
+        for v in local:
+            local[v] = groups.join(NO_KEY if v is None else ((key, v),))
+        part = array("q", map(local.__getitem__, keys))
+    else:
+        part, partition_keys = array("q"), validator.partition_keys
+        try:
+            for n, value in enumerate(values, 1):
+                part.append(groups.join((partition_keys(value, n) if partition else ()) or NO_KEY))
+        except HistoryError:
+            return None
+    if objs:
+        out.first = (1, objs[0]["index"])
+    return objs, lines, part, groups, checked[1], checked[2]
+
+
+def _scan_lines(lines: list[bytes], validator: Validator, out: Chunk) -> tuple | None:
+    """A chunk validated and partitioned line by line: as :func:`_scan_chunk` gives it (without the names and
+    statuses), or None with ``out.error`` naming the first bad line."""
     check, partition_keys = validator.check, validator.partition_keys
     partition = validator.partition
     single = partition[0] if len(partition) == 1 else None
-    part, groups, raws, objs = out.part, Groups(), [], []
-    # bound once: the loop below runs once per line (a million times for a million-operation history)
+    part, groups, raws, objs = array("q"), Groups(), [], []
+    # bound once: the loop below runs once per line
     add_part, add_raw, add_obj, strict = part.append, raws.append, objs.append, validator.strict
     local: dict[Any, int] = {}  # one key's value -> its local partition (the common case: no union needed)
     n = 0
-    with open_regular(path, _JOB["max_bytes"]) as f, paused_gc():
-        f.seek(start)
-        lines = f.read(stop - start).split(b"\n")
-        if lines[-1] == b"":
-            lines.pop()
-        try:
-            for raw in lines:
-                n += 1
-                if not raw or raw.isspace():
-                    continue
-                try:
-                    obj, exact = orjson_loads(raw), True
-                except orjson.JSONDecodeError:
-                    obj, exact = loads(raw, n)
-                value = check(obj, n) if exact else strict(obj, n)
-                if not part:  # the range's first operation (out.first is set once, not tested per line)
-                    out.first = (n, validator.previous)
-                if single is not None:  # the common case, one partition key
-                    v = value.get(single)
-                    if v is None or type(v) is str or type(v) is int:
-                        p = local.get(v)
-                        if p is None:
-                            p = local[v] = groups.join(NO_KEY if v is None else ((single, v),))
-                    else:  # refused: a partition key is a string or an integer
-                        p = groups.join(partition_keys(value, n))
-                else:
-                    p = groups.join((partition_keys(value, n) if partition else ()) or NO_KEY)
-                add_part(p)
-                add_raw(raw)
-                add_obj(obj)
-        except HistoryError as exc:
-            local_line, _, message = str(exc).partition(": ")
-            out.error = (int(local_line.split()[1]), message)
-            return out
-        out.lines, out.last_index, out.unknown = n, (validator.previous if out.first else None), validator.unknown
-        roots = groups.roots()
-        for key, i in groups.ids.items():
-            out.keys.setdefault(roots[i], []).append(key)
-        inner: dict[int, list[Operation]] = {}
-        count, e = len(part), _JOB["edge"]
-        edge = {roots[part[k]] for k in (*range(min(e, count)), *range(max(e, count - e), count))}
-        out.edges = {p: [] for p in edge}
-        for k in range(count):
-            p = part[k] = roots[part[k]]
-            if p in edge:
-                out.edges[p].append(raws[k])
-            else:
-                inner.setdefault(p, []).append(operation(objs[k]))
-        raws.clear()
-        objs.clear()
-        out.results = [[] for _ in _JOB["checkers"]]
-        if inner:
+    try:
+        for raw in lines:
+            n += 1
+            if not raw or raw.isspace():
+                continue
             try:
-                out.results, out.named = _judge_parsed(list(inner.values()))
-            except DriftlabError as exc:
-                out.failure = str(exc)
-    return out
+                obj, exact = orjson_loads(raw), True
+            except orjson.JSONDecodeError:
+                obj, exact = loads(raw, n)
+            value = check(obj, n) if exact else strict(obj, n)
+            if not part:  # the range's first operation (out.first is set once, not tested per line)
+                out.first = (n, validator.previous)
+            if single is not None:  # the common case, one partition key
+                v = value.get(single)
+                if v is None or type(v) is str or type(v) is int:
+                    p = local.get(v)
+                    if p is None:
+                        p = local[v] = groups.join(NO_KEY if v is None else ((single, v),))
+                else:  # refused: a partition key is a string or an integer
+                    p = groups.join(partition_keys(value, n))
+            else:
+                p = groups.join((partition_keys(value, n) if partition else ()) or NO_KEY)
+            add_part(p)
+            add_raw(raw)
+            add_obj(obj)
+    except HistoryError as exc:
+        local_line, _, message = str(exc).partition(": ")
+        out.error = (int(local_line.split()[1]), message)
+        return None
+    return objs, raws, part, groups, None, None
 
 
 def _judge(partitions: list[list[bytes]]) -> tuple[list[list[CheckResult]], dict[int, dict]]:
     """Judge a batch of whole partitions given as raw lines: per checker its results, the operations witnesses name."""
     with paused_gc():
-        return _judge_parsed([[operation(loads(raw, 0)[0]) for raw in p] for p in partitions])
+        return _judge_lines(partitions)  # the parsed lines freed before the collector is on again (see scan)
+
+
+def _judge_lines(partitions: list[list[bytes]]) -> tuple[list[list[CheckResult]], dict[int, dict]]:
+    keep = _JOB["keep"]
+    parsed = [[loads(raw, 0)[0] for raw in p] for p in partitions]
+    if keep is not None:  # only the operations the checkers read (see reads)
+        parsed = [[obj for obj in p if obj["op"] in keep or obj["status"] == INDETERMINATE] for p in parsed]
+    return _judge_parsed([list(map(operation, p)) for p in parsed])
 
 
 def _judge_parsed(parsed: list[list[Operation]]) -> tuple[list[list[CheckResult]], dict[int, dict]]:

@@ -87,6 +87,7 @@ class OneCommitPerPair:
 
     name = "one_commit_per_pair"
     family = "revalidation"
+    reads = frozenset({COMMIT, AUDIT})  # what a verdict reads, with every indeterminate op (runners/check.py: reads)
 
     def judge(self, history: History) -> list[GroupVerdict]:
         """One verdict per race pair (groups with two or more committing actors), in history order."""
@@ -165,6 +166,7 @@ class RuleHoldsAtCommit:
 
     name = "rule_holds_at_commit"
     family = "revalidation"
+    reads = frozenset({SETUP, COMMIT, SET_POLICY, COMMIT_TXN})  # and every indeterminate one (runners/check.py)
 
     def judge(self, history: History) -> list[GroupVerdict]:
         out = []
@@ -281,6 +283,7 @@ class OracleAgreement:
 
     name = "oracle_agreement"
     family = "revalidation"
+    reads = frozenset({RELEASE})  # and every indeterminate operation, whatever its name (runners/check.py)
 
     def judge(self, history: History) -> list[GroupVerdict]:
         out = []

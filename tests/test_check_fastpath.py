@@ -1,0 +1,160 @@
+"""``driftlab check``'s quick paths agree with the slow ones (issue 28): a chunk validated a field at a time accepts
+exactly the lines the per-line validator accepts, and checkers handed only the operations they declare they read
+(``reads``) give the results they give on the whole history.
+
+Bug classes caught: a chunk-at-once test looser than the per-line one (a malformed history judged instead of
+refused in one line), a quick path that never fires (every chunk silently validated line by line, the old speed),
+and a ``reads`` declaration that leaves out an operation a checker's verdict depends on (a race pair whose audit
+found two refunds judged valid).
+"""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import orjson
+import pytest
+
+from analysis.checkers import checkers, schemas
+from benchmarks.bench_check import write_history
+from runners.check import check
+from vocabulary import HistoryError, history_from_jsonl
+
+STATUSES = ("ok", "ok", "ok", "fail", "indeterminate")
+
+
+def _value(rng: random.Random, name: str, status: str, group: int) -> dict:
+    """A ``value`` the revalidation format accepts for ``name`` (vocabulary.revalidation.HISTORY)."""
+    pick = rng.choice
+    if name == "setup":
+        return {"group": group, "state": {"amount": pick([80, 120]), "refunds": 0, "refund_limit": 100,
+                                          "refunds_enabled": pick([1, 1, 0])}}
+    if name == "set_policy":
+        return {"group": group, "args": pick([{"refunds_enabled": 0}, {"refund_limit": 50}, {"refund_limit": 200}]),
+                "result": pick(["committed", "updated"])}
+    if name == "commit":
+        value = {"group": group, "target_token": pick([0, 1, None]), "intent": f"refund:{group}",
+                 "result": "committed" if status == "ok" else "rejected"}
+        if status == "fail" and rng.random() < 0.5:
+            value["refused_by"] = "target_cas"
+        if status == "indeterminate" and rng.random() < 0.5:
+            value["lost"] = "killed"
+        return value
+    if name == "audit":
+        return {"group": group} if status == "indeterminate" else {"group": group, "state": {"refunds": pick([0, 1, 2])}}
+    if name == "release":
+        decisions = ["KEEP", "REFRESH", "REPLAN", "BLOCK"]
+        return {"group": group, "oracle": pick(decisions), "outcome": pick(decisions), "released": pick([True, False]),
+                "payload_stale": pick([True, False]), "mechanism": "m"}
+    if name in ("read_target", "read_policy", "validate"):
+        return {"group": group, "result": pick([True, "ok", {"amount": 80, "version": 0}])}
+    return {"group": group}
+
+
+def random_history(path: Path, seed: int, groups: int = 40) -> Path:
+    """Race pairs, cross-resource executions and durable cells interleaved at random, every status."""
+    rng = random.Random(seed)
+    names = ["setup", "begin", "read_target", "read_policy", "validate", "set_policy", "commit_txn", "commit",
+             "commit", "audit", "decide", "mutate", "release"]
+    plans = {g: [rng.choice(names) for _ in range(rng.randrange(2, 9))] for g in range(groups)}
+    for g, plan in plans.items():
+        plan.insert(0, "setup")
+        if rng.random() < 0.7:
+            plan += ["commit", "commit"]
+    rows, t = [], 0.0
+    while plans:
+        g = rng.choice(list(plans)[:4])  # a few groups open at once, so partitions interleave
+        name = plans[g].pop(0)
+        if not plans[g]:
+            del plans[g]
+        status = rng.choice(STATUSES)
+        rows.append({"index": len(rows), "actor": rng.choice(["worker_a", "worker_b", "admin", "auditor"]), "op": name,
+                     "status": status, "start": t, "end": None if status == "indeterminate" else t + 0.5,
+                     "value": _value(rng, name, status, g)})
+        t += rng.choice([0.25, 1.0])
+    head = {"history": 1, "family": "revalidation", "meta": {}}
+    path.write_text("".join(json.dumps(r) + "\n" for r in [head, *rows]))
+    return path
+
+
+def shown(result) -> tuple:
+    return result.verdict.value, result.summary, sorted((w.steps, w.explanation) for w in result.witnesses)
+
+
+@pytest.mark.planted("runners.check:reads", "names |= declared", "names |= declared - {'audit'}")
+@pytest.mark.parametrize("seed", range(6))
+def test_checkers_handed_what_they_read_give_the_whole_historys_results(seed, tmp_path):
+    """Planted bug: ``reads`` leaving out the audit, so an audit that found two refunds no longer makes its pair
+    invalid: every checker's verdict, summary and witnesses through ``driftlab check`` (chunked, only the operations
+    the checkers read built) must equal the checker's own on the whole history."""
+    path = random_history(tmp_path / "h.jsonl", seed)
+    history = history_from_jsonl(path.read_text())
+    reference = {name: shown(c.check(history)) for name, c in checkers("revalidation").items()}
+    assert {v[0] for v in reference.values()} >= {"invalid"}, "the random histories hold violations"
+    for chunk_bytes, edge in ((400, 2), (3000, 4), (2**18, 16)):
+        outcome = check(path, jobs=1, chunk_bytes=chunk_bytes, edge=edge)
+        assert {r.checker: shown(r) for r in outcome.results} == reference, (chunk_bytes, edge)
+
+
+def corruptions(row: dict) -> list[dict]:
+    """Ways to break one operation line (each one refused by the per-line validator, or not: both are asked)."""
+    out = []
+    for field, bad in (("index", "7"), ("index", True), ("actor", 3), ("op", "nope"), ("op", ["commit"]),
+                       ("status", "done"), ("status", ["ok"]), ("start", "0"), ("start", True), ("end", -1.0),
+                       ("end", None), ("value", []), ("value", None)):
+        out.append({**row, field: bad})
+    for drop in ("index", "actor", "op", "status", "start", "end", "value"):
+        out.append({k: v for k, v in row.items() if k != drop})
+    value = row["value"]
+    for key, bad in (("group", 1.5), ("group", True), ("group", None), ("group", [1]), ("state", None),
+                     ("state", "x"), ("target_token", "0"), ("target_token", None), ("intent", 5), ("result", 1),
+                     ("refused_by", False), ("args", []), ("oracle", "MAYBE"), ("outcome", None), ("released", 1)):
+        out.append({**row, "value": {**value, key: bad}})
+    out.append({**row, "value": {k: v for k, v in value.items() if k != "state"}})
+    return out
+
+
+@pytest.mark.planted("vocabulary.schema:_values_pass", "if types is not None and not kinds <= types:", "if False:")
+@pytest.mark.planted("vocabulary.schema:Validator._check_many",
+                     "or not _STATUS_SET.issuperset(status)", "or not _STATUS_SET.issuperset(status[1:])")
+def test_a_chunk_at_once_accepts_exactly_what_the_lines_one_by_one_accept(tmp_path):
+    """Planted bugs: the chunk-at-once test skipping the value keys' types, or the first line's status: a line the
+    per-line validator refuses would pass the chunk and be judged instead of refused."""
+    schema = schemas()["revalidation"]
+    path = random_history(tmp_path / "h.jsonl", 99, groups=12)
+    rows = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+    checked = 0
+    for at in range(0, len(rows), 3):
+        for bad in corruptions(rows[at]):
+            chunk = [*rows[:at], bad, *rows[at + 1:]]
+            objs = [orjson.loads(orjson.dumps(r)) for r in chunk]
+            lines_ok = True
+            one = schema_validator(schema)
+            try:
+                for n, obj in enumerate(objs, 1):
+                    one.check(obj, n)
+            except HistoryError:
+                lines_ok = False
+            at_once = schema_validator(schema).check_many(objs)
+            assert at_once is None or lines_ok, (at, bad)
+            checked += not lines_ok
+    assert checked > 100, "most corruptions are refused"
+
+
+def schema_validator(schema):
+    from vocabulary.schema import Validator
+
+    return Validator(schema, schemas(), False)
+
+
+@pytest.mark.planted("vocabulary.schema:Validator._check_many", "index[0] <= self.previous", "index[0] >= self.previous")
+def test_a_clean_race_history_is_validated_a_chunk_at_a_time(tmp_path):
+    """Planted bug: a quick path that never fires (every chunk validated line by line: correct, but slower)."""
+    path = write_history(tmp_path / "race.jsonl", 3000)
+    raw = path.read_bytes().splitlines()[1:]
+    validator = schema_validator(schemas()["revalidation"])
+    for start in range(0, len(raw), 1000):
+        objs = list(map(orjson.loads, raw[start:start + 1000]))
+        assert validator.check_many(objs) is not None, start
+    assert validator.previous == len(raw) - 1
