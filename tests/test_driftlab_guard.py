@@ -424,6 +424,152 @@ def test_consume_once_holds_on_postgres(saver_kind, durability, pg_dsn, tmp_path
         drop_schema(pg_dsn, schema)
 
 
+# ---------------------------------------------------------------------------------------------- state lost behind a claim
+class LostState:
+    """A guarded saver on one claim store whose checkpoints of thread ``t`` can be deleted behind its claims (what a
+    store rolled back by a power loss leaves, while the claim store kept the claim)."""
+
+    def __init__(self, store: str, tmp: Path, request):
+        self.store, self.tmp, self.consumed = store, tmp, str(tmp / "consumed.txt")
+        self.closing: list = []
+        self.schema = self.dsn = self.prefix = None
+        if "postgres" in store:
+            from runners.backends import create_schema
+
+            self.dsn = request.getfixturevalue("pg_dsn")
+            self.schema = create_schema(self.dsn, "dglost_")
+        if store == "redis-claims":
+            from test_guard_any_saver import redis_client
+
+            self.redis, self.prefix = redis_client(), f"driftlab_test_lost_{os.getpid()}_{tmp.name}"
+
+    def saver(self):
+        if self.store == "in-saver-postgres":
+            import psycopg
+            from psycopg.rows import dict_row
+
+            conn = psycopg.connect(self.dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
+                                   options=f"-c search_path={self.schema}")
+            self.closing.append(conn)
+            saver = driftlab_guard.GuardedPostgresSaver(conn)
+            saver.setup()
+            return saver
+        conn = sqlite3.connect(str(self.tmp / "cp.db"), check_same_thread=False)
+        self.closing.append(conn)
+        if self.store == "in-saver-sqlite":
+            return GuardedSqliteSaver(conn)
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        if self.store == "sqlite-claims":
+            claims = driftlab_guard.SqliteClaims(str(self.tmp / "claims.db"))
+        elif self.store == "postgres-claims":
+            claims = driftlab_guard.PostgresClaims(self.dsn, schema=self.schema)
+            self.closing.append(claims.conn)
+        else:
+            claims = driftlab_guard.RedisClaims(self.redis, prefix=self.prefix)
+        saver = driftlab_guard.guard(SqliteSaver(conn), claims)
+        saver.setup()
+        return saver
+
+    def invoke(self, value):
+        cfg = {"configurable": {"thread_id": "t"}}
+        if self.store == "async-sqlite-claims":  # the async glue: AsyncSqliteSaver wrapped, claims in SQLite
+            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+            async def go():
+                async with aiosqlite.connect(str(self.tmp / "cp.db")) as conn:
+                    saver = driftlab_guard.guard(AsyncSqliteSaver(conn), driftlab_guard.SqliteClaims(
+                        str(self.tmp / "claims.db")))
+                    await saver.setup()
+                    return await flow_graph(self.consumed, None).compile(checkpointer=saver).ainvoke(value, cfg)
+            return asyncio.run(go())
+        return flow_graph(self.consumed, None).compile(checkpointer=self.saver()).invoke(value, cfg)
+
+    def lose(self) -> None:
+        """Every checkpoint and write of thread t deleted; the claims stay."""
+        if self.store == "in-saver-postgres":
+            import psycopg
+
+            with psycopg.connect(self.dsn, autocommit=True, options=f"-c search_path={self.schema}") as conn:
+                for stmt in ("DELETE FROM checkpoint_writes WHERE thread_id = 't'",
+                             "DELETE FROM checkpoint_blobs WHERE thread_id = 't'",
+                             "DELETE FROM checkpoints WHERE thread_id = 't'"):
+                    conn.execute(stmt)
+            return
+        with sqlite3.connect(str(self.tmp / "cp.db")) as conn:
+            conn.execute("DELETE FROM writes WHERE thread_id = 't'")
+            conn.execute("DELETE FROM checkpoints WHERE thread_id = 't'")
+
+    def close(self) -> None:
+        for conn in self.closing:
+            conn.close()
+        if self.schema:
+            from runners.backends import drop_schema
+
+            drop_schema(self.dsn, self.schema)
+        if self.prefix:
+            for key in self.redis.scan_iter(f"{self.prefix}:*"):
+                self.redis.delete(key)
+
+
+LOST_STORES = ["in-saver-sqlite", pytest.param("in-saver-postgres", marks=pytest.mark.postgres), "sqlite-claims",
+               "async-sqlite-claims", pytest.param("postgres-claims", marks=pytest.mark.postgres),
+               pytest.param("redis-claims", marks=pytest.mark.planted(
+                   "driftlab_guard.claims:RedisClaims.run", 'if op == "CLAIMS":', 'if op == "NO-SUCH-OP":'))]
+
+
+@pytest.mark.planted("driftlab_guard.consume_once:ConsumeOnce._guard_state_lost", "if not claims:", "if True:")
+@pytest.mark.planted("driftlab_guard.consume_once:lost_park", "if not lost:", "if True:")
+@pytest.mark.parametrize("store", LOST_STORES)
+def test_a_claim_that_outlived_its_checkpoints_names_the_loss_and_the_recovery(store, tmp_path, request):
+    """A resume claimed (b consumed "yes"), then every checkpoint of the thread lost behind the claim (deleted: what
+    a saver rolled back by a power loss leaves while the claim store kept the claim).  A resend and a recovery
+    (invoke(None)) are refused ``state_lost``, naming the consumed interrupt and its claimant; the named recovery
+    works: the run started again with its input parks at b (a new interrupt id: LangGraph's id hashes the task,
+    whose id hashes the checkpoint id), invoke(None) finishes it with the claimed value (the lost claim re-keyed to
+    the new park, its claimant kept), and a resend afterwards is refused; "again" is never consumed.  On every claim
+    store: the guarded savers' own table (SQLite, PostgreSQL), SqliteClaims (sync and async saver), PostgresClaims,
+    RedisClaims.
+
+    Bug class caught: a guard that answers "nothing is parked" to a thread whose claim outlived its checkpoints,
+    leaving the run stuck (no resume is served, invoke(None) has no input).  Planted: the state-lost branch disabled
+    (the resend is refused ``no_checkpoint`` and the recovery fails); the lost claim never handed on (the restarted
+    run parks again: stuck); RedisClaims not answering "the claims of this thread"."""
+    tmp = fresh(tmp_path)
+    h = LostState(store, tmp, request)
+    try:
+        h.invoke({"x": 0, "v": ""})
+        assert h.invoke(Command(resume="yes")) == {"x": 11, "v": "yes"}
+        h.lose()
+        with pytest.raises(ResumeRefused) as resent:
+            h.invoke(Command(resume="again"))
+        lost = resent.value
+        assert lost.kind == "state_lost" and lost.action == driftlab_guard.errors.REFUSAL_ACTIONS["state_lost"]
+        assert lost.claimant and lost.claimant in lost.reason and lost.interrupt_ids
+        assert lost.reason.startswith("state lost: ") and all(i in lost.reason for i in lost.interrupt_ids)
+        with pytest.raises(ResumeRefused) as recovered:
+            h.invoke(None)
+        assert recovered.value.kind == "state_lost"
+        restarted = h.invoke({"x": 0, "v": ""})
+        assert [i.id for i in restarted["__interrupt__"]] != list(lost.interrupt_ids)  # not the lost interrupt's id
+        assert h.invoke(None) == {"x": 11, "v": "yes"}  # the lost claim handed to the restarted park
+        with pytest.raises(ResumeRefused) as again:
+            h.invoke(Command(resume="again"))
+        assert again.value.kind == "continued" and again.value.claimant == lost.claimant  # the claim, re-keyed
+    finally:
+        h.close()
+    assert Path(h.consumed).read_text().split() == ["yes", "yes"]  # b ran again after the loss, with the claim
+
+
+def test_the_readme_names_every_refusal_and_its_action():
+    """The README's table of exceptions has a row for each refusal kind, saying what the caller does next."""
+    from driftlab_guard.errors import REFUSAL_ACTIONS
+
+    table = [ln for ln in (GUARD / "README.md").read_text().splitlines() if ln.startswith("| `ResumeRefused`")]
+    for kind in REFUSAL_ACTIONS:
+        assert any(f'"{kind}"' in ln for ln in table), f"the README's exceptions table has no row for {kind!r}"
+
+
 # ---------------------------------------------------------------------------------------------- layer 2
 def premises():
     return [

@@ -304,3 +304,43 @@ def test_the_guard_keeps_the_approved_effect_to_one_across_a_power_loss(tmp_path
     if point == "after_done":
         tuned = run_one("langgraph", point, True, "power_loss", tmp_path / "tuned")
         assert tuned["store_loads"] and not tuned["acknowledged_kept"], tuned["witness"]  # NORMAL lost the commit
+
+
+planted_state_lost_ignored = pytest.mark.planted("driftlab_guard.consume_once:ConsumeOnce._guard_state_lost",
+                                                 "if not claims:", "if True:")
+planted_claims_not_synced = pytest.mark.planted("driftlab_guard.claims:SqliteClaims.__init__",
+                                                'self.conn.execute("PRAGMA synchronous = FULL")',
+                                                'self.conn.execute("PRAGMA synchronous = NORMAL")')
+planted_recovery_not_followed = pytest.mark.planted("runners.resume.powerloss:_restart",
+                                                    "if st.state == REFUSED and st.reason.startswith(STATE_LOST):",
+                                                    "if False:")
+
+
+@pytest.mark.parametrize("flush", [True, pytest.param(False, marks=[
+    planted_state_lost_ignored, planted_claims_not_synced, planted_recovery_not_followed])],
+    ids=["flushed-at-park", "not-flushed-at-park"])
+def test_the_guards_claim_outlives_a_rolled_back_saver_and_names_the_recovery(tmp_path, flush):
+    """The guard wrapping the tuned saver (WAL + synchronous=NORMAL), its claims in a SQLite file of their own at
+    synchronous=FULL (row ``langgraph+guard[any-saver]``), the power lost a moment after the resume returned done.
+    Flushed at park, the saver keeps the park and loses the rest: the resend is refused ``consumed`` and
+    invoke(None) finishes the run with the claimed value.  Not flushed, the saver loses the whole thread and the
+    claim survives: the resend is refused ``state_lost`` (the witness names it), and the recovery it names (start
+    the run again, then invoke(None), which the guard hands the claimed value) ends the run done; the charge fires
+    once either way, and the acknowledged progress is honestly lost.
+
+    Bug class caught: a guard that answers "nothing is parked" to a thread whose claim outlived its checkpoints,
+    leaving the run stuck forever (the issue's §4).  Planted: the guard's state-lost branch disabled (the resend is
+    refused ``no_checkpoint``, invoke(None) has no input); the claim store at synchronous=NORMAL (its stated
+    durability not kept: the claim is lost with the checkpoints, nothing names the loss); the lab's restart not
+    following the named recovery."""
+    from runners.resume.powerloss import run_one
+
+    got = run_one("langgraph+guard[any-saver]", "after_done", flush, "power_loss", tmp_path / "cell")
+    assert (got["effects"], got["liveness"], got["store_loads"]) == (1, "valid", True), got["witness"]
+    if flush:
+        assert "was already consumed by" in got["witness"] and "recover -> done" in got["witness"], got["witness"]
+    else:
+        assert got["state_after_restart"].startswith("gone") and not got["acknowledged_kept"], got["witness"]
+        assert "resend -> refused (state lost: interrupt " in got["witness"], got["witness"]
+        assert "start again -> parked; recover -> done" in got["witness"], got["witness"]
+    assert "synchronous=NORMAL; claims: journal_mode=wal, synchronous=FULL" in got["configuration"]

@@ -39,10 +39,11 @@ from typing import Any, Callable, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from driftlab_guard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, Procedure, SyncGuard, drive
+from driftlab_guard.consume_once import (CLAIMS_DDL, PG_THREAD_CLAIMS, AsyncGuard, Dialect, Procedure, SyncGuard,
+                                         drive)
 
 SQLITE = Dialect(begin="BEGIN IMMEDIATE", write="")
-POSTGRES = Dialect(begin="BEGIN", write="", mark="%s")
+POSTGRES = Dialect(begin="BEGIN", write="", mark="%s", thread_claims=PG_THREAD_CLAIMS)
 
 
 class ClaimStore(Protocol):
@@ -123,7 +124,7 @@ class PostgresClaims:
 
 # Redis: the claim procedure's requests, by statement, and the keys they touch.
 REDIS = Dialect(begin="BEGIN", write="", insert="INSERT", holder="HOLDER", value="VALUE", latest="LATEST",
-                commit="COMMIT", rollback="ROLLBACK")
+                thread_claims="CLAIMS", commit="COMMIT", rollback="ROLLBACK")
 _SET_IF_ABSENT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'checkpoint_id', ARGV[1], 'claimant', ARGV[2], 'value_type', ARGV[3], 'value', ARGV[4],
@@ -185,6 +186,15 @@ class RedisClaims:
                 iid = last[0].decode()
                 got = self.r.hmget(self._key(params[0], params[1], iid), "claimant", "checkpoint_id")
                 return None if got[0] is None else (got[0].decode(), got[1].decode(), iid)
+            if op == "CLAIMS":  # every claim of the thread and namespace: its sorted set, each member's hash
+                thread, ns = params
+                found = []
+                for member, at in self.r.zrange(self._index(thread, ns), 0, -1, withscores=True):
+                    iid = member.decode()
+                    got = self.r.hmget(self._key(thread, ns, iid), "claimant", "checkpoint_id")
+                    if got[0] is not None:
+                        found.append([got[0].decode(), got[1].decode(), iid, float(at)])
+                return (found,)
             if op == "ROLLBACK":
                 for thread, ns, iid, claimant in made:
                     self.undo_if_mine(keys=[self._key(thread, ns, iid), self._index(thread, ns)], args=[claimant, iid])

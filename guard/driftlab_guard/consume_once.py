@@ -29,12 +29,27 @@ would otherwise persist nothing until the end).  ``_pregel.py`` does this.
 config)``) of a claimed checkpoint whose resume write is missing is handed the
 claimed value instead of parking again.
 
+**State lost behind a claim.**  A saver whose store is rolled back (a power
+loss under a fast ``synchronous`` setting) while the claim store keeps the claim
+leaves a claim without the checkpoints behind it.  A resume or a recovery of a
+thread the saver holds no checkpoint of, but whose claims are in the store, is
+refused ``state_lost`` (never "nothing is parked": the run would be stuck).  The
+recovery: start the run again with its input; LangGraph gives the restarted
+park a new interrupt id (it hashes the task, whose id hashes the checkpoint
+id), so ``invoke(None)`` at that park, never claimed, re-keys the lost claim to
+it (:func:`lost_park`, :func:`adopt`) and continues with the claimed value; a
+``Command(resume=...)`` sent there instead is a new claim, as on any park.
+Handed on only when the saver holds the thread's whole
+history back to its input checkpoint (a pruned history lacks old checkpoints
+too).
+
 The claim is written once, as a generator of SQL requests (:func:`claim`,
 :func:`claimed_value`); :func:`drive` and :func:`adrive` run it on a sync or
 an async connection.  Each saver only says how it executes one statement.
 """
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -81,14 +96,22 @@ class Dialect:
                   "AND interrupt_id = ?")
     latest: str = ("SELECT claimant, checkpoint_id, interrupt_id FROM driftlab_guard_claims WHERE thread_id = ? "
                    "AND checkpoint_ns = ? ORDER BY claimed_at DESC LIMIT 1")
+    #: every claim of one thread and namespace, as one row holding a JSON array of [claimant, checkpoint id,
+    #: interrupt id, claimed at] (SQLite's JSON functions; :data:`PG_THREAD_CLAIMS` is PostgreSQL's)
+    thread_claims: str = ("SELECT json_group_array(json_array(claimant, checkpoint_id, interrupt_id, claimed_at)) "
+                          "FROM driftlab_guard_claims WHERE thread_id = ? AND checkpoint_ns = ?")
     commit: str = "COMMIT"
     rollback: str = "ROLLBACK"
 
     def __post_init__(self) -> None:
         if self.mark != "?":
-            for name in ("insert", "holder", "value", "latest"):
+            for name in ("insert", "holder", "value", "latest", "thread_claims"):
                 object.__setattr__(self, name, getattr(self, name).replace("?", self.mark))
 
+
+#: :attr:`Dialect.thread_claims` in PostgreSQL (its ``?`` are rewritten like the others')
+PG_THREAD_CLAIMS = ("SELECT json_agg(json_build_array(claimant, checkpoint_id, interrupt_id, claimed_at)) "
+                    "FROM driftlab_guard_claims WHERE thread_id = ? AND checkpoint_ns = ?")
 
 Request = tuple[str, Any]  # (statement, parameters or None) -> the first row it returns, or None
 Procedure = Generator[Request, Any, Any]
@@ -122,6 +145,54 @@ def latest_claim(d: Dialect, key: tuple[str, str]) -> Procedure:
     """(claimant, checkpoint id, interrupt id) of the thread's newest claim, or None."""
     row = yield d.latest, key
     return None if row is None else tuple(row)
+
+
+#: one claim as :func:`thread_claims` lists it: (claimant, checkpoint id, interrupt id, claimed at)
+Claim = tuple[str, str, str, float]
+
+
+def thread_claims(d: Dialect, key: tuple[str, str]) -> Procedure:
+    """Every claim of a thread and namespace, oldest first (the question "what did this thread consume?")."""
+    row = yield d.thread_claims, key
+    got = None if row is None else row[0]
+    items = json.loads(got) if isinstance(got, (str, bytes)) else (got or [])
+    claims = [(str(c), str(cp), str(iid), float(at)) for c, cp, iid, at in items]
+    return sorted(claims, key=lambda c: (c[3], c[2]))
+
+
+def lost_park(claims: Sequence[Claim], held: set[str]) -> list[Claim]:
+    """The claims of the one park whose value a restarted run is handed next, or [] (none pending).
+
+    ``held``: the checkpoint ids the saver holds for the thread.  A claim whose checkpoint is not held was made on
+    state the saver lost; the lost parks, oldest first, are handed in order to the restarted run's parks: the
+    next one is the first not yet handed on, i.e. as many lost parks are skipped as there are parks claimed on held
+    checkpoints after the first lost claim (each a park of the restarted run already resumed)."""
+    lost = [c for c in claims if c[1] not in held]
+    if not lost:
+        return []
+    parks = list(dict.fromkeys(c[1] for c in lost))
+    since = {c[1] for c in claims if c[1] in held and c[3] > lost[0][3]}
+    if len(since) >= len(parks):
+        return []
+    return [c for c in lost if c[1] == parks[len(since)]]
+
+
+def adopt(d: Dialect, key: tuple[str, str], lost_ids: list[str], claimant: str, ids: list[str], cp: str,
+          serde: Any) -> Procedure:
+    """Claim ``ids`` (a restarted run's park at checkpoint ``cp``) with the value and claimant of the lost claim of
+    ``lost_ids``; the (type, bytes) handed to the run, or None (a lost resume map: not handed on).  A concurrent
+    recovery that claimed ``ids`` first wins: its value is returned."""
+    got = yield from claimed_value(d, key, lost_ids[:1])
+    if got is None:
+        return None
+    vtype, blob = got
+    value = serde.loads_typed((vtype, blob))
+    if isinstance(value, dict) and value and set(value) <= set(lost_ids):
+        return None
+    rows = [(*key, iid, cp, claimant, vtype, blob, time.time()) for iid in ids]
+    if (yield from claim(d, rows, None)) is not None:
+        return (yield from claimed_value(d, key, ids))
+    return vtype, blob
 
 
 def drive(proc: Procedure, execute: Callable[[str, Any], Any], rollback: str) -> Any:
@@ -188,6 +259,7 @@ class Plan:
     value: Any = None
     reason: str = ""
     kind_of_refusal: str = "not_parked"
+    claimant: str | None = None
 
 
 class ConsumeOnce(BaseCheckpointSaver[str]):
@@ -237,6 +309,8 @@ class ConsumeOnce(BaseCheckpointSaver[str]):
         self._guard_seen.add(inv.loop)
         command = inv.input
         resuming = isinstance(command, Command) and command.resume is not None
+        if tup is None and command is None:  # a recovery of a thread with no checkpoint: its claims may have outlived it
+            return Plan("lost", inv, [])
         if tup is None:  # no checkpoint: LangGraph would run the graph from an empty state with the value
             return Plan("refuse", inv, [], reason="the thread has no checkpoint: nothing is parked",
                         kind_of_refusal="no_checkpoint") if resuming else None
@@ -294,7 +368,45 @@ class ConsumeOnce(BaseCheckpointSaver[str]):
         self.claims_refused += 1
         conf = (tup.config if tup is not None else config)["configurable"]
         raise ResumeRefused(str(conf["thread_id"]), str(conf.get("checkpoint_id")), plan.reason,
-                            interrupt_ids=plan.ids, kind=plan.kind_of_refusal)
+                            interrupt_ids=plan.ids, kind=plan.kind_of_refusal, claimant=plan.claimant)
+
+    # ---- state lost behind a claim (a saver rolled back, e.g. by a power loss, while the claim store kept its claim)
+    def _guard_thread_claims(self, config: RunnableConfig) -> Procedure:
+        conf = config["configurable"]
+        return thread_claims(self.dialect, (str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))))
+
+    def _guard_state_lost(self, plan: Plan, config: RunnableConfig, claims: Sequence[Claim]) -> None:
+        """A resume or a recovery of a thread the saver holds no checkpoint of: if the claim store holds claims of
+        it, the state behind them was lost; refuse, naming the claims and the recovery (kind ``state_lost``)."""
+        if not claims:
+            return  # never claimed: the plain refusal (a resume) or LangGraph's own error (a recovery)
+        last = claims[-1]
+        ids = [c[2] for c in claims if c[1] == last[1]]
+        plan.kind, plan.kind_of_refusal, plan.ids, plan.claimant = "refuse", "state_lost", ids, last[0]
+        plan.reason = (f"state lost: interrupt {', '.join(ids)} was consumed by {last[0]} at checkpoint {last[1]}, "
+                       f"and the saver holds no checkpoint of this thread any more (its store was rolled back behind "
+                       f"the claim, e.g. by a power loss, or the thread was deleted without its claims)")
+        self._guard_refuse(None, plan, config)
+
+    def _guard_adopt(self, tup: CheckpointTuple, plan: Plan, claims: Sequence[Claim],
+                     history: Sequence[CheckpointTuple]) -> Procedure | None:
+        """A recovery (``invoke(None)``) of a park whose interrupts were never claimed, on a thread whose claims
+        outlived their checkpoints: the run was started again after its state was lost, and this park is the
+        consumed one's successor.  The procedure that claims this park's interrupts with the lost park's value and
+        claimant (a claim re-keyed to the restarted run: a later resend is refused, a crash is recovered with
+        the same value) and returns that value; None when nothing is to be handed on.
+
+        Handed on only when the saver holds the thread's whole history (its input checkpoint, step -1): a pruned
+        or shallow history also lacks the checkpoints of claims, and its later parks must not inherit them.  A
+        lost resume map (values keyed by the lost interrupt ids) is not handed on (the run parks again)."""
+        if not claims or not any((h.metadata or {}).get("step") == -1 for h in history):
+            return None
+        park = lost_park(claims, {str(h.config["configurable"]["checkpoint_id"]) for h in history})
+        if not park:
+            return None
+        conf = tup.config["configurable"]
+        thread, ns, cp = str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"])
+        return adopt(self.dialect, (thread, ns), [c[2] for c in park], park[0][0], plan.ids, cp, self.serde)
 
     def _guard_unparked(self, tup: CheckpointTuple) -> Procedure:
         conf = tup.config["configurable"]
@@ -348,13 +460,30 @@ class SyncGuard(ConsumeOnce):
         plan = self._guard_plan(tup, inv, config)
         if plan is None:
             return tup
+        if tup is None:  # a resume or a recovery of a thread with no checkpoint: did its claims outlive its state?
+            self._guard_state_lost(plan, config, self._run(self._guard_thread_claims(config)))
+            if plan.kind == "lost":
+                return tup  # never claimed: LangGraph's own answer
         if plan.kind == "refuse":
             self._guard_refuse(tup, plan, config)
         assert tup is not None  # only a refusal is planned without a checkpoint
         if plan.kind == "unparked":
             self._guard_refuse_unparked(tup, plan, self._run(self._guard_unparked(tup)))
         result = self._run(self._guard_procedure(tup, plan))
+        if plan.kind == "replay" and result is None:  # a park never claimed: is it a lost claim's successor?
+            result = self._guard_replay_lost(tup, plan)
         return self._guard_outcome(tup, plan, result)
+
+    def _guard_replay_lost(self, tup: CheckpointTuple, plan: Plan) -> Any:
+        """The value of the lost park handed to this park (:meth:`ConsumeOnce._guard_adopt`), or None."""
+        claims = self._run(self._guard_thread_claims(tup.config))
+        if not claims:
+            return None
+        conf = tup.config["configurable"]
+        history = list(self.list({"configurable": {"thread_id": conf["thread_id"],
+                                                   "checkpoint_ns": conf.get("checkpoint_ns", "")}}))
+        proc = self._guard_adopt(tup, plan, claims, history)
+        return None if proc is None else self._run(proc)
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
@@ -381,13 +510,29 @@ class AsyncGuard(ConsumeOnce):
         plan = self._guard_plan(tup, inv, config)
         if plan is None:
             return tup
+        if tup is None:  # as SyncGuard.get_tuple
+            self._guard_state_lost(plan, config, await self._arun(self._guard_thread_claims(config)))
+            if plan.kind == "lost":
+                return tup
         if plan.kind == "refuse":
             self._guard_refuse(tup, plan, config)
         assert tup is not None  # only a refusal is planned without a checkpoint
         if plan.kind == "unparked":
             self._guard_refuse_unparked(tup, plan, await self._arun(self._guard_unparked(tup)))
         result = await self._arun(self._guard_procedure(tup, plan))
+        if plan.kind == "replay" and result is None:
+            result = await self._guard_areplay_lost(tup, plan)
         return self._guard_outcome(tup, plan, result)
+
+    async def _guard_areplay_lost(self, tup: CheckpointTuple, plan: Plan) -> Any:
+        claims = await self._arun(self._guard_thread_claims(tup.config))
+        if not claims:
+            return None
+        conf = tup.config["configurable"]
+        history = [h async for h in self.alist({"configurable": {"thread_id": conf["thread_id"],
+                                                                 "checkpoint_ns": conf.get("checkpoint_ns", "")}})]
+        proc = self._guard_adopt(tup, plan, claims, history)
+        return None if proc is None else await self._arun(proc)
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:

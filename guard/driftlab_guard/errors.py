@@ -17,6 +17,9 @@ REFUSAL_ACTIONS = {
                  "finished (its claimant crashed), continue it with invoke(None, config)",
     "not_parked": "do not resend: nothing is parked on this thread (no interrupt was ever claimed here)",
     "no_checkpoint": "do not resend: the thread has no checkpoint; start the run first",
+    "state_lost": "do not resend: the saver lost the checkpoints behind a consumed interrupt; start the run again "
+                  "with its input (invoke(input, config)) and, once it parks at that interrupt, continue it with "
+                  "invoke(None, config): the guard hands the restarted run the value claimed before the loss",
 }
 
 

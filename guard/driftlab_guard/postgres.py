@@ -15,9 +15,10 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.postgres.base import UPSERT_CHECKPOINT_WRITES_SQL
 
-from driftlab_guard.consume_once import CLAIMS_DDL, AsyncGuard, Dialect, Procedure, Row, SyncGuard, adrive, drive
+from driftlab_guard.consume_once import (CLAIMS_DDL, PG_THREAD_CLAIMS, AsyncGuard, Dialect, Procedure, Row, SyncGuard,
+                                         adrive, drive)
 
-POSTGRES = Dialect(begin="BEGIN", write=UPSERT_CHECKPOINT_WRITES_SQL, mark="%s")
+POSTGRES = Dialect(begin="BEGIN", write=UPSERT_CHECKPOINT_WRITES_SQL, mark="%s", thread_claims=PG_THREAD_CLAIMS)
 POSTGRES_CLAIMS_DDL = CLAIMS_DDL.format(blob="BYTEA", real="DOUBLE PRECISION", suffix="")
 
 

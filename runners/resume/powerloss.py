@@ -59,6 +59,9 @@ ROWS = {
     "langgraph[stock-durability]": "LangGraph SqliteSaver as shipped (WAL, the connection's default synchronous)",
     "langgraph": "tuning: WAL + synchronous=NORMAL (the lab's SIGKILL cells' setting)",
     "langgraph+guard[stock-durability]": "driftlab's guarded SqliteSaver as shipped, effect ledger outside",
+    "langgraph+guard[any-saver]": "the guard wrapping the tuned saver (WAL + synchronous=NORMAL) with its claims in a "
+                                  "SQLite file of their own at synchronous=FULL: the checkpoint can be rolled back "
+                                  "behind a claim (issue 31 §4)",
     "sequencer": "the lab's own sequencer as the lab runs it in its SIGKILL cells (claim and checkpoints in one SQLite "
                  "file, WAL + synchronous=OFF: chosen for speed, never for a power loss; SQLite's default is FULL)",
 }
@@ -96,6 +99,9 @@ ENV_POINTS = {"after_effect": ("after_effect", "act"), "during_checkpoint_write"
               "after_save_returned": ("before_node", "notify"), "after_done": None}
 QUICK_POINTS = ("after_effect", "after_save_returned", "after_done")
 RUN, VALUE = "pl-run", "yes"
+#: how the guard's refusal of kind ``state_lost`` begins (driftlab_guard's ConsumeOnce._guard_state_lost): the
+#: runtime's refused Status carries the guard's reason, not its kind
+STATE_LOST = "state lost: "
 WAIT_S = 60.0  # a child that neither reaches its point nor ends in this time is a failure of the lab
 
 
@@ -138,7 +144,15 @@ class _StopAt:
 
 
 def _pragmas(rt) -> str:
+    """The SQLite settings in force on the runtime's store, and on the guard's claim store of its own if it has one
+    (``[any-saver]``: a ``SqliteClaims`` file, read from its connection)."""
     conn = getattr(rt, "_conn", None) or getattr(getattr(getattr(rt, "tables", None), "sql", None), "conn", None)
+    claims = getattr(getattr(getattr(rt, "saver", None), "claims", None), "conn", None)
+    said = _read_pragmas(conn)
+    return said if claims is None else f"{said}; claims: {_read_pragmas(claims)}"
+
+
+def _read_pragmas(conn) -> str:
     try:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(conn.execute("PRAGMA synchronous").fetchone()[0])
@@ -178,7 +192,14 @@ def _restart(runtime: str, backend: Backend, fd: int) -> None:
     if st.state == PARKED and st.interrupt is not None or st.state == REFUSED:  # waiting again, or no run: re-sent
         st = rt.resume(RUN, VALUE)
         out["calls"].append(("resend", st.state, st.reason))
-        if st.state == REFUSED:  # the guard's refusal names its recovery: invoke(None)
+        if st.state == REFUSED and st.reason.startswith(STATE_LOST):
+            # the guard's refusal "state_lost" (a claim outlived the checkpoints behind it) names its recovery:
+            # start the run again with its input, then invoke(None), which the guard hands the claimed value
+            st = rt.start(RUN, "in")
+            out["calls"].append(("start again", st.state, st.reason))
+            st = rt.recover(RUN)
+            out["calls"].append(("recover", st.state, st.reason))
+        elif st.state == REFUSED:  # the guard's other refusals name invoke(None) as their recovery
             st = rt.recover(RUN)
             out["calls"].append(("recover", st.state, st.reason))
     out["final"] = st.state
