@@ -69,6 +69,8 @@ CHUNK_BYTES = 2**18  # a chunk: parsed, validated and its inner partitions judge
 EDGE = 16  # operations at each end of a chunk whose partitions may go on in a neighbour: judged once all are in
 POOL_BYTES = 8 * 2**20  # a larger file is read by a worker per core (unless --jobs says otherwise)
 BATCH = 20_000  # operations per batch handed to the checkers when the file is read a second time
+MAP_BATCH = 8  # chunks sent to a worker at once: a round trip per 8 (the main process's CPU for a million-operation
+# check 0.56 -> 0.39 s, measured 2026-12-04; it shares the 2 cores with the workers)
 _KEY_TYPES = frozenset({str, int, type(None)})  # what a partition key's value may be (None: the key is absent)
 NO_KEY = (("", None),)  # the partition key of the operations that carry none (no declared key is "" or None)
 
@@ -162,6 +164,7 @@ class Groups:
     def __init__(self) -> None:
         self.ids: dict[tuple, int] = {}
         self.parent: list[int] = []
+        self.deferred: list[tuple] = []  # the one key of each chunk's inner partitions, not joined (see settle)
 
     def find(self, i: int) -> int:
         parent = self.parent
@@ -461,7 +464,7 @@ def settle(path: Path, plan: Plan, chunks: Iterator[Chunk]) -> tuple[list[Chunk]
     """The chunks in file order: the first bad line refused (indices increase across chunks too), each chunk's
     local partitions tied to the file's partitions, the operations and undeclared names counted."""
     groups = Groups()
-    line, previous, done = plan.header_line, None, []
+    line, previous, done, deferred = plan.header_line, None, [], groups.deferred.append
     for chunk in chunks:
         if chunk.first is not None:
             first_line, first_index = chunk.first
@@ -472,7 +475,14 @@ def settle(path: Path, plan: Plan, chunks: Iterator[Chunk]) -> tuple[list[Chunk]
         if chunk.error:
             raise DriftlabError(f"{path}: line {line + chunk.error[0]}: {chunk.error[1]}")
         line += chunk.lines
-        chunk.to_global = {local: groups.join(keys) for local, keys in chunk.keys.items()}
+        # a partition inside the chunk with one key (the common case) is kept aside, not joined: whether its key
+        # shows up anywhere else is asked once, for all of them, by leftovers
+        to_global, edges = chunk.to_global, chunk.edges
+        for local, keys in chunk.keys.items():
+            if local in edges or len(keys) != 1:
+                to_global[local] = groups.join(keys)
+            else:
+                deferred(keys[0])
         for name, count in chunk.unknown.items():
             plan.unknown[name] = plan.unknown.get(name, 0) + count
         plan.operations += len(chunk.part)
@@ -484,6 +494,10 @@ def leftovers(chunks: list[Chunk], groups: Groups) -> list[list[bytes]] | None:
     """The partitions a chunk could not judge alone, as raw lines in file order: each one that reaches a chunk's
     edge, whole.  None if an inner partition of some chunk turns out to go on in another chunk (its verdicts
     were judged on a part of it): then only a pass over the whole file judges right."""
+    if groups.deferred:  # the inner partitions of one key: each key in one chunk only, and in no joined partition
+        inner = set(groups.deferred)
+        if len(inner) != len(groups.deferred) or not inner.isdisjoint(groups.ids):
+            return None
     roots = groups.roots()
     spread = Counter(roots[g] for c in chunks for g in c.to_global.values())
     redo: dict[int, list[bytes]] = {}
@@ -495,6 +509,15 @@ def leftovers(chunks: list[Chunk], groups: Groups) -> list[list[bytes]] | None:
             elif spread[root] > 1:
                 return None
     return list(redo.values())
+
+
+def join_deferred(chunks: list[Chunk], groups: Groups) -> None:
+    """Tie the partitions settle kept aside to the file's partitions too (for the pass over the whole file)."""
+    for c in chunks:
+        for local, keys in c.keys.items():
+            if local not in c.to_global:
+                c.to_global[local] = groups.join(keys)
+    groups.deferred = []
 
 
 def whole_file_batches(path: Path, plan: Plan, chunks: list[Chunk], groups: Groups,
@@ -631,13 +654,15 @@ def check(path: Path, names: list[str] | None = None, jobs: int | None = None, a
             _setup(*args)
             chunks, groups = settle(path, plan, (scan(path, a, b) for a, b in spans))
         else:
-            chunks, groups = settle(path, plan, pool.map(scan, *zip(*[(path, a, b) for a, b in spans])))
+            scanned = pool.map(scan, *zip(*[(path, a, b) for a, b in spans]), chunksize=MAP_BATCH)
+            chunks, groups = settle(path, plan, scanned)
         failed = next((c.failure for c in chunks if c.failure), None)
         if failed:
             raise DriftlabError(failed)
         rest = leftovers(chunks, groups)
         plan.passes = 1 if rest is not None else 2
         if rest is None:  # partitions interleave across chunks: judge the whole file again, partition by partition
+            join_deferred(chunks, groups)
             work: Iterator[list[list[bytes]]] = whole_file_batches(path, plan, chunks, groups, BATCH)
         else:
             for c in chunks:
@@ -656,7 +681,7 @@ def check(path: Path, names: list[str] | None = None, jobs: int | None = None, a
                     collect(*pending.popleft().result())
             while pending:
                 collect(*pending.popleft().result())
-    plan.partitions = len(set(groups.roots()) if chunks else ())
+    plan.partitions = len(set(groups.roots()) if chunks else ()) + len(groups.deferred)
     results = [merge(name, rs) for name, rs in zip(chosen, per_checker)]
     return Outcome(path, plan, worst(r.verdict for r in results), results, named, plan.partitions)
 

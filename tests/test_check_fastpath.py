@@ -42,7 +42,9 @@ def _value(rng: random.Random, name: str, status: str, group: int) -> dict:
             value["lost"] = "killed"
         return value
     if name == "audit":
-        return {"group": group} if status == "indeterminate" else {"group": group, "state": {"refunds": pick([0, 1, 2])}}
+        if status == "indeterminate":
+            return {"group": group}
+        return {"group": group, "state": {"refunds": pick([0, 1, 2])}}
     if name == "release":
         decisions = ["KEEP", "REFRESH", "REPLAN", "BLOCK"]
         return {"group": group, "oracle": pick(decisions), "outcome": pick(decisions), "released": pick([True, False]),
@@ -148,7 +150,8 @@ def schema_validator(schema):
     return Validator(schema, schemas(), False)
 
 
-@pytest.mark.planted("vocabulary.schema:Validator._check_many", "index[0] <= self.previous", "index[0] >= self.previous")
+@pytest.mark.planted("vocabulary.schema:Validator._check_many", "index[0] <= self.previous",
+                     "index[0] >= self.previous")
 def test_a_clean_race_history_is_validated_a_chunk_at_a_time(tmp_path):
     """Planted bug: a quick path that never fires (every chunk validated line by line: correct, but slower)."""
     path = write_history(tmp_path / "race.jsonl", 3000)
