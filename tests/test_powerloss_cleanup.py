@@ -65,6 +65,21 @@ def _wait_for(predicate, timeout: float) -> bool:
     return bool(predicate())
 
 
+def _hold_with_a_mount(lab: subprocess.Popen, out: Path, timeout: float) -> bool:
+    """SIGSTOP the lab's process group at a moment a cell's lazy file system is mounted (its server, in a session of
+    its own, is not stopped): a cell is short, and one that unmounted between the look and the kill left nothing to
+    kill (a CI run saw it).  True once held with a mount up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _mounts(out) and _servers(out):
+            os.killpg(lab.pid, signal.SIGSTOP)
+            if _mounts(out) and _servers(out):
+                return True
+            os.killpg(lab.pid, signal.SIGCONT)
+        time.sleep(0.05)
+    return False
+
+
 def _left(out: Path) -> tuple[list, list, list]:
     return _mounts(out), [p.pid for p in _servers(out)], _cells(out)
 
@@ -97,17 +112,23 @@ def test_a_stopped_lab_leaves_no_mount_server_or_scratch_folder(fuse, tmp_path, 
         if how == "ctrl-c":
             os.killpg(lab.pid, signal.SIGINT)
             assert lab.wait(timeout=30) == 130
-        else:
-            if how == "sigkill-server-too":  # first, or its watch would see the lab gone and clean up
-                for s in _servers(out):
-                    s.kill()
+        elif how == "sigkill":
             os.kill(lab.pid, signal.SIGKILL)
+            lab.wait(timeout=30)
+        else:  # the server first, or its watch would see the lab gone and clean up; held while a mount is up
+            assert _hold_with_a_mount(lab, out, 90), "no cell held while its lazy file system was mounted"
+            point = _mounts(out)[0]
+            cell = Path(point).parent
+            for s in _servers(out):
+                s.kill()
+            os.kill(lab.pid, signal.SIGKILL)
+            os.killpg(lab.pid, signal.SIGCONT)
             lab.wait(timeout=30)
         if how != "sigkill-server-too":
             assert _wait_for(lambda: _left(out) == ([], [], []), 15), f"left (mounts, servers, cells): {_left(out)}"
         else:
             assert _wait_for(lambda: not _servers(out), 15), "a SIGKILLed server still alive"
-            point, cell = _mounts(out)[0], Path(_mounts(out)[0]).parent
+            assert _mounts(out) == [point], _mounts(out)
             capsys.readouterr()
         ResumePowerloss().check(Options(mechanisms=("langgraph",)))  # the next run
         said = [ln for ln in capsys.readouterr().out.splitlines() if str(out) in ln]
