@@ -226,6 +226,11 @@ def reads(chosen: list) -> frozenset[str] | None:
     return frozenset(names)
 
 
+def is_read(obj: dict, keep: frozenset[str]) -> bool:
+    """Whether the checkers read this parsed operation line (:func:`reads`): its name is read, or it is indeterminate."""
+    return obj["op"] in keep or obj["status"] == INDETERMINATE
+
+
 def scan(path: Path, start: int, stop: int) -> Chunk:
     """Validate the lines of ``path`` in the byte range [start, stop) (both at line starts), tie each operation to
     a local partition, and judge the partitions that do not reach the chunk's first or last ``edge`` operations."""
@@ -268,7 +273,7 @@ def _scan(lines: list[bytes]) -> Chunk:
         chosen = [k for k in range(count) if part[k] not in edge]
     elif names is None:
         chosen = [k for k, p, obj in zip(range(count), part, objs)
-                  if p not in edge and (obj["op"] in keep or obj["status"] == INDETERMINATE)]
+                  if p not in edge and is_read(obj, keep)]
     else:
         read = (map(keep.__contains__, names) if INDETERMINATE not in statuses else
                 [name in keep or status == INDETERMINATE for name, status in zip(names, statuses)])
@@ -376,7 +381,7 @@ def _judge_lines(partitions: list[list[bytes]]) -> tuple[list[list[CheckResult]]
     keep = _JOB["keep"]
     parsed = [[loads(raw, 0)[0] for raw in p] for p in partitions]
     if keep is not None:  # only the operations the checkers read (see reads)
-        parsed = [[obj for obj in p if obj["op"] in keep or obj["status"] == INDETERMINATE] for p in parsed]
+        parsed = [[obj for obj in p if is_read(obj, keep)] for p in parsed]
     return _judge_parsed([list(map(operation, p)) for p in parsed])
 
 

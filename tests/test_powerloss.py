@@ -312,7 +312,7 @@ planted_claims_not_synced = pytest.mark.planted("driftlab_guard.claims:SqliteCla
                                                 'self.conn.execute("PRAGMA synchronous = FULL")',
                                                 'self.conn.execute("PRAGMA synchronous = NORMAL")')
 planted_recovery_not_followed = pytest.mark.planted("runners.resume.powerloss:_restart",
-                                                    "if st.state == REFUSED and st.reason.startswith(STATE_LOST):",
+                                                    "if st.state == REFUSED and st.reason.startswith(STATE_LOST_REASON):",
                                                     "if False:")
 
 

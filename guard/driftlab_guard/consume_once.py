@@ -66,7 +66,7 @@ from langgraph.types import Command
 from pydantic import TypeAdapter, ValidationError
 
 from driftlab_guard._pregel import Invocation, loading_invocation
-from driftlab_guard.errors import InvalidState, ResumeRefused
+from driftlab_guard.errors import STATE_LOST_REASON, InvalidState, ResumeRefused
 from driftlab_guard.schema import StateSchema, as_schema
 
 # LangGraph's reserved channel / task names (langgraph._internal._constants; stable since 0.2).
@@ -383,7 +383,7 @@ class ConsumeOnce(BaseCheckpointSaver[str]):
         last = claims[-1]
         ids = [c[2] for c in claims if c[1] == last[1]]
         plan.kind, plan.kind_of_refusal, plan.ids, plan.claimant = "refuse", "state_lost", ids, last[0]
-        plan.reason = (f"state lost: interrupt {', '.join(ids)} was consumed by {last[0]} at checkpoint {last[1]}, "
+        plan.reason = (f"{STATE_LOST_REASON}interrupt {', '.join(ids)} was consumed by {last[0]} at checkpoint {last[1]}, "
                        f"and the saver holds no checkpoint of this thread any more (its store was rolled back behind "
                        f"the claim, e.g. by a power loss, or the thread was deleted without its claims)")
         self._guard_refuse(None, plan, config)

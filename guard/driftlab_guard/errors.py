@@ -23,6 +23,10 @@ REFUSAL_ACTIONS = {
 }
 
 
+#: how the reason of a ``state_lost`` refusal begins (a caller that has only the reason, not the exception, reads it)
+STATE_LOST_REASON = "state lost: "
+
+
 class ResumeRefused(RuntimeError):
     """A resume was refused before any node ran: its interrupt is consumed, or nothing is parked there.
 

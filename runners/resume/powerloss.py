@@ -47,6 +47,8 @@ import uuid
 from contextlib import closing
 from pathlib import Path
 
+from driftlab_guard.errors import STATE_LOST_REASON
+
 from faults.resume.powerloss import BY_NAME, CRASH_ONLY, FAULTS, FLUSH, POINTS, POWER_LOSS, SENT, STRICT
 from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, artifact
 from runners.processes import fork_start, kill, wait
@@ -99,9 +101,6 @@ ENV_POINTS = {"after_effect": ("after_effect", "act"), "during_checkpoint_write"
               "after_save_returned": ("before_node", "notify"), "after_done": None}
 QUICK_POINTS = ("after_effect", "after_save_returned", "after_done")
 RUN, VALUE = "pl-run", "yes"
-#: how the guard's refusal of kind ``state_lost`` begins (driftlab_guard's ConsumeOnce._guard_state_lost): the
-#: runtime's refused Status carries the guard's reason, not its kind
-STATE_LOST = "state lost: "
 WAIT_S = 60.0  # a child that neither reaches its point nor ends in this time is a failure of the lab
 
 
@@ -192,7 +191,7 @@ def _restart(runtime: str, backend: Backend, fd: int) -> None:
     if st.state == PARKED and st.interrupt is not None or st.state == REFUSED:  # waiting again, or no run: re-sent
         st = rt.resume(RUN, VALUE)
         out["calls"].append(("resend", st.state, st.reason))
-        if st.state == REFUSED and st.reason.startswith(STATE_LOST):
+        if st.state == REFUSED and st.reason.startswith(STATE_LOST_REASON):  # the Status carries the reason only
             # the guard's refusal "state_lost" (a claim outlived the checkpoints behind it) names its recovery:
             # start the run again with its input, then invoke(None), which the guard hands the claimed value
             st = rt.start(RUN, "in")
