@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import scenarios
+from mechanisms.resume import DEFAULT_RUNTIMES
 from analysis.resume.checkers import check_all
 from runners.experiment import Options
 from runners.resume.concurrency import race_cell
@@ -183,3 +184,66 @@ def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, 
         finally:
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
     assert (spans[1][0] >= spans[0][1]) == (per_racer == 5)
+
+
+def _peak_connections(work, monkeypatch) -> int:
+    """Run ``work()``; the most PostgreSQL connections that this process and the processes it starts held at once,
+    polled from ``pg_stat_activity`` every 5 ms: they carry an application name of their own (``PGAPPNAME``,
+    inherited by every racer), so the other xdist worker's connections are not counted."""
+    import secrets
+    import threading
+
+    import psycopg
+
+    from runners.backends import postgres_dsn
+
+    name = f"driftlab-peak-{secrets.token_hex(4)}"
+    monkeypatch.setenv("PGAPPNAME", name)
+    peak, done = [0], threading.Event()
+    poller = psycopg.connect(postgres_dsn(), autocommit=True, application_name="driftlab-poller")
+
+    def sample() -> None:
+        while not done.is_set():
+            held = poller.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                                  (name,)).fetchone()[0]
+            peak[0] = max(peak[0], held)
+            done.wait(0.005)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        work()
+    finally:
+        done.set()
+        sampler.join()
+        poller.close()
+    return peak[0]
+
+
+#: connections of a race's driver (this process: the run's store and ledger, the race lock's, a guard's or REMIT's own), outside the racers'
+DRIVER_CONNECTIONS = 5
+
+
+PER_RACER = "runners.resume.common:connections_per_racer"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("runtime", [
+    pytest.param(r, marks=[pytest.mark.planted(PER_RACER, 'resolve(runtime, "resume").connections_per_racer', "2")]
+                 if r == "langgraph+guard[any-saver]" else [])
+    for r in DEFAULT_RUNTIMES])
+def test_a_racer_holds_no_more_postgres_connections_than_its_runtime_declares(pg_dsn, monkeypatch, runtime):
+    """A k = 8 race on PostgreSQL holds at most k x the runtime's ``connections_per_racer`` connections beside its
+    driver's (planted bug: the guard over any saver declaring the default 2 although its claim store opens a third
+    connection per racer; a paper run's k = 16 race then shared the server as a small race and PostgreSQL refused
+    it "too many clients")."""
+    from runners.resume.common import connections_per_racer
+
+    monkeypatch.setenv("DRIFTLAB_POSTGRES_DSN", pg_dsn)
+    k = 8
+    peak = _peak_connections(lambda: race_cell("resume_concurrency", runtime, "postgres", k, 0.0, 1, 1,
+                                               Options(mechanisms=(runtime,), run_dir=Path(tempfile.mkdtemp()))),
+                             monkeypatch)
+    assert peak > k, f"{runtime}: the sampler saw {peak} connections for {k} racers: it measured nothing"
+    assert peak <= k * connections_per_racer(runtime) + DRIVER_CONNECTIONS, (
+        f"{runtime}: a k = {k} race held {peak} connections, declared {connections_per_racer(runtime)} per racer")

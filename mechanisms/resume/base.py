@@ -104,6 +104,7 @@ import os
 import time
 from typing import Any, ClassVar, Mapping
 
+from mechanisms.resume.frameworks import CONNECTIONS_PER_RACER
 from mechanisms.resume.store import EffectLedger
 from vocabulary.resume import (AFTER_EFFECT, BEFORE_NODE, CONSUME, NODE_RUN, POINTS, Backend, Checkpoint, GraphSpec,
                                Status)
@@ -160,6 +161,10 @@ class DurableRuntime:
     #: (e.g. LangGraph raising ValidationError on every call of a thread that persisted an invalid state); for
     #: the lab's runtimes and users' plug-ins (False) any error outside ``refusals`` stops the run
     errors_are_outcomes: ClassVar[bool] = False
+    #: PostgreSQL connections one racer of a k-racer cell holds (its store's and the ledger's by default; a
+    #: runtime that opens more says so): resume_concurrency gives a race whose racers need more than the shared
+    #: budget the server to itself (runners/resume/concurrency.py ``one_big_race_at_a_time``)
+    connections_per_racer: ClassVar[int] = CONNECTIONS_PER_RACER
 
     def __init__(self, backend: Backend, graph: GraphSpec, hooks: Hooks | None = None):
         self.backend = backend

@@ -378,6 +378,7 @@ class LangGraphGuardAnySaverRuntime(LangGraphGuardRuntime):
 
     name = "langgraph+guard[any-saver]"
     any_saver = True
+    connections_per_racer = 3  # the saver's, the ledger's and the claim store's own (k = 16 peaked at 53)
     adoption = ("from driftlab_guard import SqliteClaims, guard\n"
                 "saver = guard(saver, SqliteClaims('claims.db'), schema=State)  # wraps the saver you have\n")
 

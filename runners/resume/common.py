@@ -116,13 +116,13 @@ def supports(runtime: str, point: str) -> bool:
     return point == "-" or point in getattr(resolve(runtime, "resume"), "points", ())
 
 
-@cache
 def connections_per_racer(runtime: str) -> int:
-    """PostgreSQL connections one racer of ``runtime`` holds: its env's declaration, or the lab's default."""
-    from mechanisms.resume.frameworks import CONNECTIONS_PER_RACER, declared
+    """PostgreSQL connections one racer of ``runtime`` holds: its env's declaration, or its class's."""
+    from mechanisms import resolve
+    from mechanisms.resume.frameworks import declared
 
     d = declared().get(runtime)
-    return d.connections_per_racer if d else CONNECTIONS_PER_RACER
+    return d.connections_per_racer if d else resolve(runtime, "resume").connections_per_racer
 
 
 def postgres_reachable() -> str:
