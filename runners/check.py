@@ -23,8 +23,13 @@ processes, and never held whole.  Each chunk is parsed once:
    the others travel to the main process as raw lines.  For a family whose
    checkers split by group themselves (``HistorySchema.separable``) the
    inner partitions are one history, otherwise each is a history of its own;
-   only the operations the checkers declare they read (:func:`reads`) become
-   :class:`~vocabulary.Operation` objects (a race pair's 4 of 13).
+   only the operations the checkers declare they read (:func:`reads`) are
+   handed on (a race pair's 4 of 13).  A checker that judges groups given as
+   parsed lines (``check_groups``: its quick paths, e.g. a race pair with one
+   commit landed) gets the partitions as they are when they are its groups
+   (the one partition key ``value.group``), no
+   :class:`~vocabulary.Operation` built; a checker that reads none of a
+   chunk's operations judges none of its groups there.
 
 The main process ties the chunks' partitions together by their keys.  The
 partitions that reached an edge are judged whole once every chunk is in.
@@ -204,9 +209,11 @@ def _setup(family: str, meta: dict, names: list[str], allow_unknown: bool, max_b
     others = schemas()
     known = checkers(family)
     chosen = [known[n] for n in names]
-    _JOB.update(family=family, meta=meta, checkers=chosen, separable=others[family].separable,
+    separable, partition = others[family].separable, others[family].partition
+    _JOB.update(family=family, meta=meta, checkers=chosen, separable=separable,
                 validator=Validator(others[family], others, allow_unknown).fresh, max_bytes=max_bytes, edge=edge,
-                keep=reads(chosen) if others[family].separable else None, partition=others[family].partition)
+                keep=reads(chosen) if separable else None, partition=partition,
+                by_group=[separable and tuple(partition) == ("group",) and hasattr(c, "check_groups") for c in chosen])
 
 
 def reads(chosen: list) -> frozenset[str] | None:
@@ -284,11 +291,15 @@ def _scan(lines: list[bytes]) -> Chunk:
         rank = {p: r for r, p in enumerate(dict.fromkeys(part))}
         order = array("q", map(rank.__getitem__, part))
     chosen.sort(key=order.__getitem__)
-    inner = [list(map(operation, map(objs.__getitem__, ks))) for _, ks in groupby(chosen, order.__getitem__)]
+    inner = [list(map(objs.__getitem__, ks)) for _, ks in groupby(chosen, order.__getitem__)]
     out.results = [[] for _ in _JOB["checkers"]]
+    idle = None  # per checker: it reads no operation of the chunk (and none is indeterminate), so it judges no group
+    if keep is not None and names is not None and INDETERMINATE not in statuses:
+        present = set(names)
+        idle = [c.reads.isdisjoint(present) for c in _JOB["checkers"]]
     if count > sum(map(len, out.edges.values())):  # some partition lies inside (its operations may all be unread)
         try:
-            out.results, out.named = _judge_parsed(inner)
+            out.results, out.named = _judge_parsed(inner, idle)
         except DriftlabError as exc:
             out.failure = str(exc)
     return out
@@ -382,24 +393,33 @@ def _judge_lines(partitions: list[list[bytes]]) -> tuple[list[list[CheckResult]]
     parsed = [[loads(raw, 0)[0] for raw in p] for p in partitions]
     if keep is not None:  # only the operations the checkers read (see reads)
         parsed = [[obj for obj in p if is_read(obj, keep)] for p in parsed]
-    return _judge_parsed([list(map(operation, p)) for p in parsed])
+    return _judge_parsed(parsed)
 
 
-def _judge_parsed(parsed: list[list[Operation]]) -> tuple[list[list[CheckResult]], dict[int, dict]]:
-    family, meta, chosen = _JOB["family"], _JOB["meta"], _JOB["checkers"]
-    if _JOB["separable"] or not parsed:  # one history of every partition (an empty history has none)
-        histories = [History(family, tuple(chain.from_iterable(parsed)), meta)]
-    else:
-        histories = [History(family, tuple(p), meta) for p in parsed]
-    results = [[_run(c, h) for h in histories] for c in chosen]
+def _judge_parsed(parsed: list[list[dict]], idle: list[bool] | None = None) -> tuple[list[list[CheckResult]], dict[int, dict]]:
+    """Judge whole partitions given as validated lines.  A checker of a separable family that judges groups given as
+    lines (``check_groups``, its quick paths) gets them as they are when the partitions are its groups (the one
+    partition key ``value.group``); any other gets :class:`~vocabulary.History` objects of operations.  A checker
+    ``idle`` (it reads none of these operations, :func:`reads`) gets no group: its verdict on an empty history."""
+    family, meta, chosen, by_group = _JOB["family"], _JOB["meta"], _JOB["checkers"], _JOB["by_group"]
+    histories: list[History] = []
+    if not all(by_group):
+        ops = [list(map(operation, p)) for p in parsed]
+        if _JOB["separable"] or not ops:  # one history of every partition (an empty history has none)
+            histories = [History(family, tuple(chain.from_iterable(ops)), meta)]
+        else:
+            histories = [History(family, tuple(p), meta) for p in ops]
+    results = [[_run(c, c.check_groups, [] if idle and idle[i] else parsed)] if grouped else
+               [_run(c, c.check, h) for h in histories] for i, (c, grouped) in enumerate(zip(chosen, by_group))]
     named = {i for per in results for r in per for w in r.witnesses for i in w.steps}
-    ops = {op.index: _op_json(op) for op in chain.from_iterable(parsed) if op.index in named} if named else {}
-    return results, ops
+    rows = {obj["index"]: _op_json(operation(obj)) for obj in chain.from_iterable(parsed)
+            if obj["index"] in named} if named else {}
+    return results, rows
 
 
-def _run(checker, history: History) -> CheckResult:
+def _run(checker, judge, what) -> CheckResult:
     try:
-        return checker.check(history)
+        return judge(what)
     except Exception as exc:  # a checker's own bug is one line, never a traceback, never a verdict
         raise DriftlabError(f"checker {checker.name} failed on a history it accepted: "
                             f"{type(exc).__name__}: {exc}") from None

@@ -38,15 +38,28 @@ Checkers (:data:`CHECKERS`):
   (linearizability: an operation that ended before another started comes
   first; overlapping ones may go either way).  A refund committed after the
   policy turned false (the target-only CAS's false allow) is INVALID.
+
+**Quick paths** (``check_groups``, what ``driftlab check`` calls on a
+million-operation file): each checker also judges groups given as validated
+history lines, one list per group, and decides the common simple shape
+there without building operations or searching orders (a race pair with one
+commit landed and none indeterminate; a refund history whose only effect is
+at most one landed commit, no policy change).  Any other group is judged by
+the general path on its own :class:`~vocabulary.History`, so a quick path
+only ever answers VALID or "not judged", where the general path does too;
+``tests/test_check_fastpath.py`` holds ``check_groups`` to ``check`` on
+random histories that take both paths.
 """
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Iterable, Sequence
 
 from vocabulary import INDETERMINATE, OK, CheckResult, History, Operation, Verdict, Witness, worst
 from vocabulary.revalidation import HISTORY  # noqa: F401 - the declared history format `driftlab check` validates
+from vocabulary.schema import operation
 
 COMMIT, SETUP, AUDIT, SET_POLICY, COMMIT_TXN = "commit", "setup", "audit", "set_policy", "commit_txn"
 MAX_OPTIONAL = 8  # indeterminate operations per group beyond which choices are not enumerated (UNKNOWN)
@@ -73,12 +86,33 @@ class GroupVerdict:
     witness: Witness | None = None
 
 
-def _combine(name: str, judged: Sequence[GroupVerdict], what: str) -> CheckResult:
+def _combine(name: str, judged: Sequence[GroupVerdict], what: str, valid: int = 0) -> CheckResult:
+    """One checker's result on its judged groups (and ``valid`` more groups judged VALID, without witnesses)."""
     counts = {v: sum(g.verdict is v for g in judged) for v in Verdict}
-    summary = (f"{len(judged)} {what}: {counts[Verdict.VALID]} valid, {counts[Verdict.INVALID]} invalid, "
-               f"{counts[Verdict.UNKNOWN]} unknown")
+    summary = (f"{len(judged) + valid} {what}: {counts[Verdict.VALID] + valid} valid, {counts[Verdict.INVALID]} "
+               f"invalid, {counts[Verdict.UNKNOWN]} unknown")
     witnesses = tuple(g.witness for g in judged if g.witness is not None and g.verdict is not Verdict.VALID)
-    return CheckResult(name, worst(g.verdict for g in judged), witnesses, summary)
+    return CheckResult(name, worst(chain((Verdict.VALID,) if valid else (), (g.verdict for g in judged))),
+                       witnesses, summary)
+
+
+GENERAL = object()  # a quick path's answer: not the simple shape, the general path judges this group
+
+
+def _check_groups(checker, parts: Iterable[list[dict]], what: str) -> CheckResult:
+    """``checker.check`` on the history of these groups, each one group's validated lines (``value.group`` shared,
+    file order, groups in the order they first appear): the quick path first, else the general one on the group."""
+    judged: list[GroupVerdict] = []
+    valid, quick, family = 0, checker.quick, checker.family
+    for rows in parts:
+        if not rows:
+            continue
+        got = quick(rows)
+        if got is Verdict.VALID:
+            valid += 1
+        elif got is GENERAL:
+            judged += checker.judge(History(family, tuple(map(operation, rows))))
+    return _combine(checker.name, judged, what, valid)
 
 
 # ------------------------------------------------------------------ exactly one commit per race pair
@@ -101,6 +135,33 @@ class OneCommitPerPair:
 
     def check(self, history: History) -> CheckResult:
         return _combine(self.name, self.judge(history), "race pairs")
+
+    def check_groups(self, parts: Iterable[list[dict]]) -> CheckResult:
+        return _check_groups(self, parts, "race pairs")
+
+    @staticmethod
+    def quick(rows: list[dict]) -> Any:
+        """One group's lines: None (not a race pair), VALID (one commit landed, none indeterminate, no audit that
+        found two refunds), or GENERAL (any other pair: :meth:`_pair` judges it)."""
+        commits = [r for r in rows if r["op"] == COMMIT]
+        if len(commits) < 2:
+            return None
+        if len(commits) == 2:  # the common pair, without a set
+            a, b = commits
+            if a["actor"] == b["actor"]:
+                return None
+            statuses = [a["status"], b["status"]]
+        else:
+            if len({r["actor"] for r in commits}) < 2:
+                return None
+            statuses = [r["status"] for r in commits]
+        if statuses.count(OK) != 1 or INDETERMINATE in statuses:
+            return GENERAL
+        for r in rows:
+            if r["op"] == AUDIT:
+                audited = (r["value"].get("state") or {}).get("refunds")
+                return GENERAL if isinstance(audited, int) and audited >= 2 else Verdict.VALID
+        return Verdict.VALID
 
     def _pair(self, group: Any, ops: list[Operation], commits: list[Operation]) -> GroupVerdict:
         g = _group_name(group)
@@ -183,6 +244,40 @@ class RuleHoldsAtCommit:
 
     def check(self, history: History) -> CheckResult:
         return _combine(self.name, self.judge(history), "histories")
+
+    def check_groups(self, parts: Iterable[list[dict]]) -> CheckResult:
+        return _check_groups(self, parts, "histories")
+
+    @staticmethod
+    def quick(rows: list[dict]) -> Any:
+        """One group's lines: None (no refund setup, or no commit), VALID (no policy change, no indeterminate
+        commit, and none landed, or one while the setup's state keeps the rule: every order is then the same),
+        or GENERAL (any other group, or one that is not judged: :meth:`judge` on it)."""
+        for r in rows:
+            if r["op"] == SETUP:
+                state = r["value"].get("state") or {}
+                break
+        else:
+            state = {}
+        if not ("amount" in state and "refund_limit" in state and "refunds_enabled" in state):
+            return None
+        landed = 0
+        for r in rows:
+            name = r["op"]
+            if name == COMMIT:
+                status = r["status"]
+                if status == OK:
+                    landed += 1
+                elif status == INDETERMINATE:
+                    return GENERAL
+            elif name == SET_POLICY or name == COMMIT_TXN:
+                return GENERAL
+        if landed == 0:  # no effect: VALID if some commit was refused, else not judged
+            return Verdict.VALID if any(r["op"] == COMMIT for r in rows) else None
+        if landed == 1 and _holds({"refunds": 0, "amount": state["amount"], "refund_limit": state["refund_limit"],
+                                   "refunds_enabled": state["refunds_enabled"]}):
+            return Verdict.VALID
+        return GENERAL
 
     @staticmethod
     def _effects(ops: list[Operation]) -> list[_Effect]:
@@ -319,6 +414,21 @@ class OracleAgreement:
 
     def check(self, history: History) -> CheckResult:
         return _combine(self.name, self.judge(history), "executions")
+
+    def check_groups(self, parts: Iterable[list[dict]]) -> CheckResult:
+        return _check_groups(self, parts, "executions")
+
+    @staticmethod
+    def quick(rows: list[dict]) -> Any:
+        """One group's lines: None (no release, nothing indeterminate), VALID (a release that answered the oracle's
+        decision), or GENERAL (:meth:`judge` on the group)."""
+        release = next((r for r in rows if r["op"] == RELEASE), None)
+        if release is None:
+            return GENERAL if any(r["status"] == INDETERMINATE for r in rows) else None
+        value = release["value"]
+        if release["status"] != INDETERMINATE and value.get("outcome") == value.get("oracle"):
+            return Verdict.VALID
+        return GENERAL
 
 
 CHECKERS = {c.name: c for c in (OneCommitPerPair(), RuleHoldsAtCommit(), OracleAgreement())}
