@@ -262,12 +262,9 @@ def _scan(lines: list[bytes]) -> Chunk:
         got = _scan_lines(lines, validator, out)
         if got is None:
             return out
-    objs, raws, part, groups, names, statuses = got
+    objs, raws, part, out.keys, names, statuses = got
     out.lines, out.last_index, out.unknown = len(lines), (validator.previous if out.first else None), validator.unknown
-    roots = groups.roots()
-    for key, i in groups.ids.items():
-        out.keys.setdefault(roots[i], []).append(key)
-    part = out.part = array("q", map(roots.__getitem__, part))
+    out.part = part
     count, e = len(part), _JOB["edge"]
     edge = {part[k] for k in (*range(min(e, count)), *range(max(e, count - e), count))}
     out.edges = {p: [] for p in edge}
@@ -307,7 +304,7 @@ def _scan(lines: list[bytes]) -> Chunk:
 
 def _scan_chunk(lines: list[bytes], validator: Validator, out: Chunk) -> tuple | None:
     """A chunk validated and partitioned a field at a time (:meth:`Validator.check_many`): (the parsed lines, the
-    raw lines, each operation's local partition, the partitions' union-find, the operation names, the statuses),
+    raw lines, each operation's local partition, each local partition's keys, the operation names, the statuses),
     or None if any line is blank, is not strict JSON or fails the quick test (the caller then goes line by line)."""
     try:
         objs = list(map(orjson_loads, lines))
@@ -323,9 +320,9 @@ def _scan_chunk(lines: list[bytes], validator: Validator, out: Chunk) -> tuple |
         keys = list(map(dict.get, values, repeat(key)))
         if not set(map(type, keys)) <= _KEY_TYPES:
             return None  # refused: a partition key is a string or an integer (the per-line pass says where)
-        local = dict.fromkeys(keys)
-        for v in local:
-            local[v] = groups.join(NO_KEY if v is None else ((key, v),))
+        # numbered in the order they first appear, as Groups.join would number them (never joined: no union-find)
+        local = {v: i for i, v in enumerate(dict.fromkeys(keys))}
+        keyed = {i: [NO_KEY[0] if v is None else (key, v)] for v, i in local.items()}
         part = array("q", map(local.__getitem__, keys))
     else:
         part, partition_keys = array("q"), validator.partition_keys
@@ -334,9 +331,18 @@ def _scan_chunk(lines: list[bytes], validator: Validator, out: Chunk) -> tuple |
                 part.append(groups.join((partition_keys(value, n) if partition else ()) or NO_KEY))
         except HistoryError:
             return None
+        part, keyed = _rooted(groups, part)
     if objs:
         out.first = (1, objs[0]["index"])
-    return objs, lines, part, groups, checked[1], checked[2]
+    return objs, lines, part, keyed, checked[1], checked[2]
+
+
+def _rooted(groups: Groups, part: array) -> tuple[array, dict[int, list]]:
+    """(each operation's local partition, each local partition's keys) once the union-find has joined them."""
+    roots, keyed = groups.roots(), {}
+    for key, i in groups.ids.items():
+        keyed.setdefault(roots[i], []).append(key)
+    return array("q", map(roots.__getitem__, part)), keyed
 
 
 def _scan_lines(lines: list[bytes], validator: Validator, out: Chunk) -> tuple | None:
@@ -379,7 +385,7 @@ def _scan_lines(lines: list[bytes], validator: Validator, out: Chunk) -> tuple |
         local_line, _, message = str(exc).partition(": ")
         out.error = (int(local_line.split()[1]), message)
         return None
-    return objs, raws, part, groups, None, None
+    return objs, raws, *_rooted(groups, part), None, None
 
 
 def _judge(partitions: list[list[bytes]]) -> tuple[list[list[CheckResult]], dict[int, dict]]:
