@@ -229,14 +229,14 @@ PER_RACER = "runners.resume.common:connections_per_racer"
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("runtime", [
-    pytest.param(r, marks=[pytest.mark.planted(PER_RACER, 'resolve(runtime, "resume").connections_per_racer', "2")]
+    pytest.param(r, marks=[pytest.mark.planted(PER_RACER, '"connections_per_racer",', '"connections",')]
                  if r == "langgraph+guard[any-saver]" else [])
     for r in DEFAULT_RUNTIMES])
 def test_a_racer_holds_no_more_postgres_connections_than_its_runtime_declares(pg_dsn, monkeypatch, runtime):
     """A k = 8 race on PostgreSQL holds at most k x the runtime's ``connections_per_racer`` connections beside its
-    driver's (planted bug: the guard over any saver declaring the default 2 although its claim store opens a third
-    connection per racer; a paper run's k = 16 race then shared the server as a small race and PostgreSQL refused
-    it "too many clients")."""
+    driver's (planted bug: the declaration looked up under a wrong name, so the guard over any saver reads as the
+    default 2 although its claim store opens a third connection per racer; a paper run's k = 16 race then shared
+    the server as a small race and PostgreSQL refused it "too many clients")."""
     from runners.resume.common import connections_per_racer
 
     monkeypatch.setenv("DRIFTLAB_POSTGRES_DSN", pg_dsn)

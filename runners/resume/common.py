@@ -119,10 +119,11 @@ def supports(runtime: str, point: str) -> bool:
 def connections_per_racer(runtime: str) -> int:
     """PostgreSQL connections one racer of ``runtime`` holds: its env's declaration, or its class's."""
     from mechanisms import resolve
-    from mechanisms.resume.frameworks import declared
+    from mechanisms.resume.frameworks import CONNECTIONS_PER_RACER, declared
 
-    d = declared().get(runtime)
-    return d.connections_per_racer if d else resolve(runtime, "resume").connections_per_racer
+    d = declared().get(runtime)  # a user's plug-in need not subclass DurableRuntime: the default then
+    return d.connections_per_racer if d else getattr(resolve(runtime, "resume"), "connections_per_racer",
+                                                     CONNECTIONS_PER_RACER)
 
 
 def postgres_reachable() -> str:
