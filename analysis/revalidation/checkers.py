@@ -144,17 +144,9 @@ class OneCommitPerPair:
         """One group's lines: None (not a race pair), VALID (one commit landed, none indeterminate, no audit that
         found two refunds), or GENERAL (any other pair: :meth:`_pair` judges it)."""
         commits = [r for r in rows if r["op"] == COMMIT]
-        if len(commits) < 2:
+        if len({r["actor"] for r in commits}) < 2:
             return None
-        if len(commits) == 2:  # the common pair, without a set
-            a, b = commits
-            if a["actor"] == b["actor"]:
-                return None
-            statuses = [a["status"], b["status"]]
-        else:
-            if len({r["actor"] for r in commits}) < 2:
-                return None
-            statuses = [r["status"] for r in commits]
+        statuses = [r["status"] for r in commits]
         if statuses.count(OK) != 1 or INDETERMINATE in statuses:
             return GENERAL
         for r in rows:
