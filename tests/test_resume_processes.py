@@ -129,16 +129,27 @@ TIMED_WAIT = ('pause_clock()\n'
 UNTIMED_WAIT_DROPPED = TIMED_WAIT.replace("pause_clock()\n        ", "").replace("\n        restart_clock()", "")
 
 
-def _hold_big_race(task: tuple[str, str, float, int]) -> tuple[float, float]:
+def _hold_big_race(task: tuple[str, str, float, int, str]) -> tuple[float, float]:
     """Hold the race lock of a k = 16 race of ``per_racer`` connections each for ``hold_s``; a race that has the
-    server to itself builds an index CONCURRENTLY meanwhile, as DBOS's migration does."""
+    server to itself builds an index CONCURRENTLY meanwhile, as DBOS's migration does.  Both workers ask for the
+    lock only once both have started (a marker file each in ``meet``, the clock paused meanwhile), so a worker
+    started late on a loaded machine does not read as one that waited for the lock."""
+    from pathlib import Path
+
     import psycopg
     from psycopg import sql
 
     from runners.backends import postgres_dsn
     from runners.resume.concurrency import RACE_CONNECTIONS, one_big_race_at_a_time
+    from runners.workers import pause_clock, restart_clock
 
-    schema, index, hold_s, per_racer = task
+    schema, index, hold_s, per_racer, meet = task
+    pause_clock()
+    (Path(meet) / index).touch()
+    deadline = time.time() + 120
+    while len(list(Path(meet).iterdir())) < 2 and time.time() < deadline:
+        time.sleep(0.01)
+    restart_clock()
     with one_big_race_at_a_time("postgres", 16, per_racer):
         got = time.time()
         time.sleep(hold_s / 3)  # the other worker waits for the lock by now
@@ -151,13 +162,13 @@ def _hold_big_race(task: tuple[str, str, float, int]) -> tuple[float, float]:
 
 
 @pytest.mark.postgres
-@pytest.mark.xdist_group("race_lock")  # both rows on one worker: each takes the server's race lock itself
+@pytest.mark.xdist_group("race_lock")  # both rows on one worker: their CREATE INDEX CONCURRENTLYs wait for each other's snapshots
 @pytest.mark.parametrize("per_racer", [
     pytest.param(5, marks=[pytest.mark.planted(LOCK, TIMED_WAIT, UNTIMED_WAIT_DROPPED),  # the wait counted
                            pytest.mark.planted(LOCK, "if k * per_racer > RACE_CONNECTIONS:", "if False:")]),  # no lock
     pytest.param(2, marks=pytest.mark.planted(LOCK, "if k * per_racer > RACE_CONNECTIONS:", "if True:")),  # serialized
 ], ids=["dbos-like", "lab-like"])
-def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, monkeypatch, per_racer):
+def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, monkeypatch, per_racer, tmp_path):
     """Two k = 16 races in two workers.  With DBOS's 5 connections per racer (80 each) one holds the server while
     the other waits, and the waiter's time limit counts from when it has the lock (planted bugs: no lock, so the
     racers of both fill max_connections; a limit that counts the wait, so a cell queued behind a big race is killed
@@ -171,7 +182,13 @@ def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, 
 
     from runners.workers import run_workers
 
+    from runners.resume import concurrency
+
     monkeypatch.setenv("DRIFTLAB_POSTGRES_DSN", pg_dsn)
+    # locks of this run's own (the forked workers inherit them): another test's race, or a killed worker's backend
+    # of an earlier run of this one that has not yet let go, does not hold them
+    for name in ("RACE_LOCK", "INTENT_LOCK"):
+        monkeypatch.setattr(concurrency, name, secrets.randbits(62))
     schema = f"driftlab_test_lock_{secrets.token_hex(4)}"
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
@@ -179,7 +196,7 @@ def test_big_postgres_races_run_one_at_a_time_and_the_wait_is_not_timed(pg_dsn, 
         try:
             hold, limit = 2.0, 3.0  # each holds for less than its limit (a second of slack: the CIC waits for every
             # older snapshot in the database, other tests' too); waiting plus holding is more
-            tasks = [(schema, f"i{n}", hold, per_racer) for n in range(2)]
+            tasks = [(schema, f"i{n}", hold, per_racer, str(tmp_path)) for n in range(2)]
             spans = sorted(span for _, span in run_workers(_hold_big_race, tasks, 2, limit))
         finally:
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
