@@ -102,7 +102,8 @@ def _local(experiment: Experiment, todo: list[Cell], options: Options, jobs: int
     tasks = [(experiment, c, options) for c in todo]
     try:
         waiting = [experiment.waits(c, options) for c in todo]
-        for _, result in run_workers(_compute, tasks, jobs if experiment.parallel else 1, timeout_s, waiting):
+        keys = [experiment.affinity(c, options) for c in todo]
+        for _, result in run_workers(_compute, tasks, jobs if experiment.parallel else 1, timeout_s, waiting, keys):
             yield result
     except (WorkerDied, TaskTimedOut) as exc:
         cell = exc.task[1]

@@ -194,6 +194,13 @@ class Experiment:
         race's do depend on it).  Default: no cell waits."""
         return False
 
+    def affinity(self, cell: Cell, options: Options) -> str | None:
+        """What ``cell`` keeps warm in its worker process (e.g. a framework's env server), or None: cells of one
+        affinity go to one worker where they can (``runners.workers.run_workers``'s ``keys``), so a second worker
+        does not start a second copy.  Only where it moves no verdict (where each cell runs, not what it does).
+        Default: none."""
+        return None
+
     def time_limit(self, cell: Cell, options: Options) -> float:
         """A cell's default time limit: ten times its estimate, at least :attr:`cell_timeout_s`."""
         return max(self.cell_timeout_s, 10 * self.seconds(cell, options))

@@ -109,7 +109,8 @@ def _worker(parent: int, conn, fn: Callable, tasks: Sequence) -> None:
 
 
 def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s: float | None,
-                waiting: Sequence[bool] | None = None) -> Iterator[tuple[Any, Any]]:
+                waiting: Sequence[bool] | None = None,
+                keys: Sequence[str | None] | None = None) -> Iterator[tuple[Any, Any]]:
     """``fn(task)`` for every task in up to ``jobs`` forked workers; yields ``(task, result)`` in completion order.
 
     ``fn`` must return normally (catch what a task may raise and return it as
@@ -122,6 +123,12 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
     workers of their own beside the others, whose workers also take them
     once nothing else is left; a waiting task's worker never takes another.
     With ``jobs`` = 1 every task runs alone, in order.
+
+    ``keys[i]`` (None: no key) names what task ``i`` keeps warm in its worker
+    (a framework's env server: a second worker would start a second one).
+    A worker that gets its next task takes, in this order: the first task of
+    the key it last ran, the first task of a key no other worker has run
+    last, the first task.  Without keys, tasks go out in order.
     """
     import multiprocess
     from multiprocess.connection import wait
@@ -132,10 +139,20 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
     waits = list(waiting) if waiting is not None and jobs > 1 else [False] * len(tasks)  # one job: one at a time
     todo = {lane: [i for i in reversed(range(len(tasks))) if waits[i] == lane] for lane in (False, True)}
 
-    def take(lane: bool) -> int | None:  # the next task for a worker of this lane
+    last: dict[Any, str | None] = {}  # a worker's end of the pipe -> the key of the task it ran last
+
+    def take(conn, lane: bool) -> int | None:  # the next task for this worker, of its lane
         for queue in (todo[True],) if lane else (todo[False], todo[True]):
             if queue:
-                return queue.pop()
+                at = len(queue) - 1  # the queue's first task is its last item
+                if keys is not None:
+                    mine = last.get(conn)
+                    held = {k for c, k in last.items() if c is not conn and k is not None}
+                    firsts = range(len(queue) - 1, -1, -1)
+                    at = next((j for j in firsts if mine is not None and keys[queue[j]] == mine),
+                              next((j for j in firsts if keys[queue[j]] not in held), at))
+                    last[conn] = keys[queue[at]]
+                return queue.pop(at)
         return None
 
     workers: dict[Any, list] = {}  # our end of the pipe -> [process, None | (task index, started), waiting lane]
@@ -148,7 +165,7 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
             theirs.close()
             workers[ours] = [proc, None, lane]
         for conn, slot in workers.items():
-            i = take(slot[2])
+            i = take(conn, slot[2])
             if i is not None:
                 conn.send(i)
                 slot[1] = (i, time.monotonic())
@@ -171,7 +188,7 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
                         slot[1] = (i, time.monotonic() if got == _CLOCK else math.inf)
                         continue
                     slot[1] = None
-                    nxt = take(lane)
+                    nxt = take(conn, lane)
                     if nxt is not None:
                         conn.send(nxt)
                         slot[1] = (nxt, time.monotonic())

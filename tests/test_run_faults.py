@@ -305,3 +305,29 @@ def test_dask_cell_scratch_folders_of_dead_processes_on_this_host_are_removed_an
         (folder / "cell.sqlite").write_text("x")
     assert remove_orphan_scratch(tmp_path) == [orphan]
     assert live.exists() and other_host.exists() and not orphan.exists()
+
+
+def _keyed(t):
+    time.sleep(t[1])
+    return t[0], os.getpid()
+
+
+@pytest.mark.planted("runners.workers:run_workers", "if keys is not None:", "if False:")  # keys ignored
+@pytest.mark.planted("runners.workers:run_workers", "if keys[queue[j]] not in held), at))", "), at))")  # 2nd worker
+def test_tasks_of_one_key_stay_in_one_worker_where_they_can():
+    """A task's key names what it keeps warm in its worker (a framework's env server).  Planted bugs: keys ignored,
+    so a worker freed early takes the next task in order, of another key, and every worker starts every
+    framework's server; a second worker that takes the first task whatever its key, starting a second copy of the
+    first worker's server while another key waits."""
+    # two workers start on two keys, not both on the first one
+    firsts: dict[int, str] = {}
+    for _, (key, pid) in run_workers(_keyed, [("a", 0.2), ("a", 0.2), ("b", 0.2), ("b", 0.2)], 2, 30,
+                                     keys=["a", "a", "b", "b"]):
+        firsts.setdefault(pid, key)
+    assert sorted(firsts.values()) == ["a", "b"]
+    # the worker freed early keeps to its key (b), not the next task in order (a)
+    tasks = [("a0", 0.8), ("b1", 0.0), ("a2", 0.8), ("b3", 0.0)]
+    ran = dict(r for _, r in run_workers(_keyed, tasks, 2, 30, keys=[t[0][0] for t in tasks]))
+    assert ran["b1"] == ran["b3"] != ran["a0"]
+    # without keys, tasks go out in order
+    assert [k for _, (k, _) in run_workers(_keyed, [(str(n), 0.0) for n in range(5)], 1, 30)] == list("01234")

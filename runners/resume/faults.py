@@ -56,6 +56,13 @@ class FaultCells(Experiment):
         return [Cell(self.name, (("runtime", rt), ("fault_cell", c.name), ("backend", options.backend)), reps, seed)
                 for rt in self.runtime_names(options) for c in rc.fault_cells(options)]
 
+    def affinity(self, cell: Cell, options: Options) -> str | None:
+        """A framework row's cells keep its env server warm in the worker that started it (``runners/resume/envs.py``:
+        one per adapter and worker process, seconds to start): one worker takes them where it can."""
+        from mechanisms.resume.frameworks import declared
+
+        return cell.p["runtime"] if cell.p["runtime"] in declared() else None
+
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
         p = cell.p
         records, history = rc.run_fault_cell(self.name, p["runtime"], p["fault_cell"], cell.repetitions, cell.seed,
