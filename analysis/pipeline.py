@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Callable
 
 from analysis.artifact import Artifact
 from analysis.questions import QUESTIONS
@@ -103,8 +104,21 @@ def check_run_folder(run_dir: Path, artifacts: list[Artifact]) -> None:
             raise RecordsError(f"{run_dir}/records/{name}: holds no records (no .parquet file)")
 
 
-def analyze(run_dir: Path, artifacts: list[Artifact]) -> list[Section]:
-    """Build every artifact whose experiment has records in ``run_dir``; write tables, figures, report.md."""
+#: one figure to draw: (draw, records, table, path stem) -> the files written
+Drawing = tuple
+DrawAll = Callable[[list[Drawing]], list[list[Path]]]
+
+
+def draw_here(jobs: list[Drawing]) -> list[list[Path]]:
+    """Draw every figure in this process, in order."""
+    return [draw(records, table, out) for draw, records, table, out in jobs]
+
+
+def analyze(run_dir: Path, artifacts: list[Artifact], draw_all: DrawAll = draw_here) -> list[Section]:
+    """Build every artifact whose experiment has records in ``run_dir``; write tables, figures, report.md.
+
+    ``draw_all`` draws the figures (the files each wrote, in the order given): here by default; the runners pass
+    one that draws them in worker processes (``runners.engine.draw_in_workers``)."""
     run_dir = Path(run_dir)
     check_run_folder(run_dir, artifacts)
     present = set(experiments_in(run_dir))
@@ -121,13 +135,15 @@ def analyze(run_dir: Path, artifacts: list[Artifact]) -> list[Section]:
     tables.mkdir(exist_ok=True)
     figures.mkdir(exist_ok=True)
     sections = []
+    drawn = iter(draw_all([(art.draw, records, table, figures / art.name) for art, records, table in built
+                           if art.draw is not None]))
     for art, records, table in built:
         table.to_csv(tables / f"{art.name}.csv.tmp", index=False)
         (tables / f"{art.name}.csv.tmp").replace(tables / f"{art.name}.csv")
         _atomic_text(tables / f"{art.name}.md", markdown_table(table))
         files = [f"tables/{art.name}.csv", f"tables/{art.name}.md"]
         if art.draw is not None:
-            files += [str(p.relative_to(run_dir)) for p in art.draw(records, table, figures / art.name)]
+            files += [str(p.relative_to(run_dir)) for p in next(drawn)]
         section = art.report(table, records)
         section.files = files
         section.question = section.question or QUESTIONS.get(art.name, "")

@@ -26,9 +26,9 @@ def experiments_in(run_dir: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
-def _read(path: Path) -> pd.DataFrame:
+def _read(path: Path) -> pa.Table:
     try:
-        return pq.read_table(path).to_pandas()
+        return pq.read_table(path)
     except (pa.ArrowException, OSError, ValueError) as exc:
         problem = "empty file" if path.stat().st_size == 0 else str(exc).splitlines()[0]
         raise RecordsError(f"{path}: not a readable Parquet records file ({problem})") from None
@@ -77,19 +77,23 @@ def load_records(run_dir: Path, experiment: str) -> pd.DataFrame:
     files = sorted((Path(run_dir) / RECORDS / experiment).glob("*.parquet"))
     if not files:
         return pd.DataFrame()
-    frames = []
+    tables = []
     for f in files:
-        frame = _read(f)
-        missing = [c for c in KEY_COLUMNS if c not in frame.columns]
+        table = _read(f)
+        missing = [c for c in KEY_COLUMNS if c not in table.column_names]
         if missing:
             raise RecordsError(f"{f}: not a driftlab records file (no {missing[0]!r} column)")
-        if frames and list(frame.columns) != list(frames[0].columns):
-            extra = sorted(set(frame.columns) ^ set(frames[0].columns))
+        if tables and table.column_names != tables[0].column_names:
+            extra = sorted(set(table.column_names) ^ set(tables[0].column_names))
             raise RecordsError(f"{f}: its columns differ from {files[0].name}'s"
                                + (f" ({extra[0]!r})" if extra else " (order)") + "; records of one experiment share one schema")
-        if not frame.empty and set(frame["experiment"]) != {experiment}:
-            raise RecordsError(f"{f}: holds records of {sorted(set(frame['experiment']))[0]!r}, not {experiment!r}")
-        frames.append(frame)
-    frame = pd.concat(frames, ignore_index=True)
+        held = set(table.column("experiment").unique().to_pylist())
+        if table.num_rows and held != {experiment}:
+            raise RecordsError(f"{f}: holds records of {sorted(held, key=str)[0]!r}, not {experiment!r}")
+        tables.append(table)
+    try:  # one conversion to pandas for the whole experiment (a cell's file is a few rows: per-file costs dominate)
+        frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # columns of kinds Arrow will not merge: pandas' object columns
+        frame = pd.concat([t.to_pandas() for t in tables], ignore_index=True)
     order = [c for c in ("cell", "repetition") if c in frame.columns]
     return frame.sort_values(order, kind="stable").reset_index(drop=True) if order else frame

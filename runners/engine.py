@@ -95,6 +95,27 @@ def all_artifacts() -> list[Artifact]:
     return [a for e in EXPERIMENTS.values() for a in artifacts_of(e)]
 
 
+def draw_in_workers(jobs: list, workers: int = 2) -> list[list[Path]]:
+    """``analysis.pipeline.analyze``'s figures drawn in forked worker processes (matplotlib is single-threaded:
+    a run's figures are most of its analysis time), in the given order.  A figure whose drawing raised is drawn
+    again here, so its error is raised as it would be without workers."""
+    from analysis.pipeline import draw_here
+    from runners.workers import run_workers
+
+    if len(jobs) < 2 or workers < 2 or (os.cpu_count() or 1) < 2:
+        return draw_here(jobs)
+
+    def draw(i: int):
+        fn, records, table, out = jobs[i]
+        try:
+            return fn(records, table, out)
+        except Exception:  # noqa: BLE001 - said again in the main process, with its own traceback
+            return None
+
+    got = dict(run_workers(draw, list(range(len(jobs))), workers, None))
+    return [got[i] if got[i] is not None else draw_here([jobs[i]])[0] for i in range(len(jobs))]
+
+
 def assign_mechanisms(options: Options) -> None:
     """Split --mechanisms by the family whose protocol each implements; a name that fits none is refused."""
     options.mechanism_families = {}
@@ -430,5 +451,5 @@ def run(request: Request) -> Path:
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)
         write_provenance(run_dir, profile=request.profile, seed=request.seed, jobs=request.jobs, experiments=done,
                          resumed=resumed, executor=request.executor)
-        analyze(run_dir, all_artifacts())
+        analyze(run_dir, all_artifacts(), draw_in_workers)
     return run_dir
