@@ -81,14 +81,24 @@ def test_same_seed_same_records(tmp_path):
         assert result.returncode == 0, result.stderr
         runs.append(untimed(load_records(tmp_path / name, "revalidation_outcomes")))
     pd.testing.assert_frame_equal(runs[0], runs[1])
+    # another seed, on a slice of the same grid (a run's cost is its cells: one parquet file each): every one of the
+    # slice's executions gets another seed
     other = driftlab("reproduce", "--only", "revalidation_outcomes", "--repetitions", "3", "--seed", "8",
-                     "--out", str(tmp_path / "c"), "--quiet")
-    assert other.returncode == 0
-    assert not untimed(load_records(tmp_path / "c", "revalidation_outcomes"))["seed"].equals(runs[0]["seed"])
+                     "--workloads", "refund", "--mechanisms", "ATR", "--out", str(tmp_path / "c"), "--quiet")
+    assert other.returncode == 0, other.stderr
+    both = untimed(load_records(tmp_path / "c", "revalidation_outcomes")).merge(
+        runs[0], on=["cell", "repetition"], suffixes=("", "_seed7"))
+    assert len(both) == 5 * 7 * 3 and (both["seed"] != both["seed_seed7"]).all()
+
+
+#: The kill tests' run: one workload's 140 cells (4 mechanisms x 5 mutation classes x 7 schedules) at 10 repetitions.
+#: A kill lands after 30 cells are on disk, with 110 still to run; cells take milliseconds each, so 30 <= finished < 140.
+SMALL_RUN = ("--only", "revalidation_outcomes", "--workloads", "refund", "--repetitions", "10", "--jobs", "2")
+SMALL_CELLS, SMALL_REPS = 4 * 5 * 7, 10
 
 
 def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
-    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "40", "--jobs", "2", "--seed", "11", "--quiet"]
+    args = ["reproduce", *SMALL_RUN, "--seed", "11", "--quiet"]
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-m", "runners.cli", *args, "--out", str(killed)], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -99,7 +109,7 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)  # the runner and its worker processes, mid-run
     proc.wait()
     finished = len(list(records.glob("*.parquet")))
-    assert 30 <= finished < 420, "the kill must land mid-run"
+    assert 30 <= finished < SMALL_CELLS, "the kill must land mid-run"
     assert not (killed / "report.md").exists()
 
     resumed = driftlab(*args, "--out", str(killed))
@@ -108,7 +118,7 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
     assert whole.returncode == 0, whole.stderr
 
     got = load_records(killed, "revalidation_outcomes")
-    assert len(got) == 420 * 40 and not got.duplicated(["cell", "repetition"]).any()
+    assert len(got) == SMALL_CELLS * SMALL_REPS and not got.duplicated(["cell", "repetition"]).any()
     assert not list(records.glob(".*"))
     pd.testing.assert_frame_equal(untimed(got), untimed(load_records(tmp_path / "whole", "revalidation_outcomes")))
     for table in ("revalidation_outcomes.csv",):
@@ -116,8 +126,7 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
 
 
 def test_ctrl_c_keeps_finished_cells_and_says_how_to_go_on(tmp_path):
-    args = ["reproduce", "--only", "revalidation_outcomes", "--repetitions", "40", "--jobs", "2", "--quiet",
-            "--out", str(tmp_path / "run")]
+    args = ["reproduce", *SMALL_RUN, "--quiet", "--out", str(tmp_path / "run")]
     proc = subprocess.Popen([sys.executable, "-m", "runners.cli", *args], cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     records = tmp_path / "run" / "records" / "revalidation_outcomes"
@@ -128,11 +137,11 @@ def test_ctrl_c_keeps_finished_cells_and_says_how_to_go_on(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "run the same command" in err, err
     kept = len(list(records.glob("*.parquet")))
-    assert 30 <= kept < 420
+    assert 30 <= kept < SMALL_CELLS
     again = driftlab(*args)
     assert again.returncode == 0, again.stderr
     got = load_records(tmp_path / "run", "revalidation_outcomes")
-    assert len(got) == 420 * 40 and not got.duplicated(["cell", "repetition"]).any()
+    assert len(got) == SMALL_CELLS * SMALL_REPS and not got.duplicated(["cell", "repetition"]).any()
 
 
 @pytest.mark.planted("runners.engine:run", "if todo or name not in earlier", "if True")
@@ -142,7 +151,10 @@ def test_a_finished_run_is_not_run_again_and_a_different_run_is_refused(tmp_path
     Bug class: a rerun that finds every cell done overwrites the experiment's measured wall time with its own
     (about 0 s), so the report of a finished run says it took no time."""
     out = tmp_path / "run"
-    args = ("reproduce", "--only", "revalidation_outcomes", "--repetitions", "2", "--out", str(out), "--quiet")
+    # one workload's 140 cells at one repetition (the planted-claims hook runs this test three times): the first
+    # run's wall time is still well above the 0.1 s asked below, and a planted rerun's (no cell to run) about 0 s
+    small = ("--only", "revalidation_outcomes", "--workloads", "refund", "--repetitions", "1")
+    args = ("reproduce", *small, "--out", str(out), "--quiet")
     assert driftlab(*args).returncode == 0
     before = {p: p.stat().st_mtime_ns for p in (out / "records").rglob("*.parquet")}
     wall = json.loads((out / "provenance.json").read_text())["wall_seconds"]["revalidation_outcomes"]
@@ -153,7 +165,7 @@ def test_a_finished_run_is_not_run_again_and_a_different_run_is_refused(tmp_path
     assert not (out / "scratch").exists()
     assert before == {p: p.stat().st_mtime_ns for p in (out / "records").rglob("*.parquet")}
     assert json.loads((out / "provenance.json").read_text())["wall_seconds"]["revalidation_outcomes"] == wall > 0.1
-    refused = driftlab("reproduce", "--only", "revalidation_outcomes", "--repetitions", "2", "--seed", "99", "--out", str(out))
+    refused = driftlab("reproduce", *small, "--seed", "99", "--out", str(out))
     assert refused.returncode == 2 and "seed" in refused.stderr and refused.stderr.count("\n") == 1
 
 
