@@ -74,6 +74,20 @@ def pg_dsn() -> str:
     return postgres_dsn()
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own hook, which names each item's group in item._nodeid
+def pytest_collection_modifyitems(config, items):
+    """``--dist loadgroup`` sends a module marked ``xdist_group`` to one worker by the ``@group`` suffix of its tests'
+    node ids.  pytest-xdist 3.8 writes the suffix to ``item._nodeid``, which pytest 9 no longer reads (a node's id is
+    ``item._id``): without this, every grouped module's tests are spread over the workers one by one and each worker
+    that gets one sets the module's fixtures up again (test_nemesis_dbos's cells twice, 58 s each)."""
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        wanted = vars(item).get("_nodeid")
+        if wanted and item.nodeid != wanted:
+            item._id = NodeId.parse(wanted)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "planted(target, old, new): the bug this test catches, planted and checked "
                                        "after it passes (tests/planting.py)")
