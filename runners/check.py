@@ -242,8 +242,7 @@ def scan(path: Path, start: int, stop: int) -> Chunk:
     """Validate the lines of ``path`` in the byte range [start, stop) (both at line starts), tie each operation to
     a local partition, and judge the partitions that do not reach the chunk's first or last ``edge`` operations."""
     with open_regular(path, _JOB["max_bytes"]) as f:
-        f.seek(start)
-        lines = f.read(stop - start).split(b"\n")
+        lines = read_range(f.fileno(), start, stop).split(b"\n")
     if lines[-1] == b"":
         lines.pop()
     with paused_gc():
@@ -462,15 +461,44 @@ def read_header(path: Path, max_bytes: int) -> tuple[str, dict, int, int, tuple]
         return family, meta, n, pos, seen
 
 
+def read_range(fd: int, start: int, stop: int) -> bytes:
+    """The bytes [start, stop) of an open file (fewer at its end), read straight into one buffer: a buffered
+    reader's ``seek`` and ``read`` of a 512 KiB chunk filled its 1 MiB buffer first (about 50 us more a chunk)."""
+    got = os.pread(fd, stop - start, start)
+    if len(got) < stop - start and got:  # a short read before the end (very large ranges): read on
+        parts = [got]
+        while start + sum(map(len, parts)) < stop:
+            more = os.pread(fd, stop - start - sum(map(len, parts)), start + sum(map(len, parts)))
+            if not more:
+                break
+            parts.append(more)
+        got = b"".join(parts)
+    return got
+
+
+def line_start(fd: int, pos: int, size: int) -> int:
+    """The offset of the first line start after ``pos`` (``size`` if there is none before the end)."""
+    while pos < size:
+        block = os.pread(fd, 1 << 16, pos)
+        if not block:
+            break
+        newline = block.find(b"\n")
+        if newline >= 0:
+            return pos + newline + 1
+        pos += len(block)
+    return size
+
+
 def ranges(path: Path, start: int, size: int, parts: int) -> list[tuple[int, int]]:
-    """[start, size) cut into about ``parts`` byte ranges, each beginning at a line start."""
+    """[start, size) cut into about ``parts`` byte ranges, each beginning at a line start (found by reading 64 KiB
+    at each cut: a buffered reader read 1 MiB at every seek, 50 ms before a million-operation check could start)."""
     cuts = [start]
     with open_regular(path, 2**63) as f:
+        fd = f.fileno()
         for i in range(1, parts):
-            f.seek(max(cuts[-1], start + (size - start) * i // parts))
-            f.readline()
-            if f.tell() < size and f.tell() > cuts[-1]:
-                cuts.append(f.tell())
+            at = line_start(fd, max(cuts[-1], start + (size - start) * i // parts), size)
+            if at < size and at > cuts[-1]:
+                cuts.append(at)
     return list(zip(cuts, cuts[1:] + [size]))
 
 

@@ -234,7 +234,7 @@ def _values_pass(values, checks: list[tuple]) -> bool:
     """Whether every value passes the compiled ``checks`` whatever its status (one pass per key over all values);
     False also when a required key is missing or null somewhere (the per-line test then decides by status)."""
     for key, types, required, _, choices, items in checks:
-        got = list(map(dict.get, values, repeat(key)))
+        got = list(map(dict.get, values, repeat(key))) if choices is not None else map(dict.get, values, repeat(key))
         kinds = set(map(type, got))
         if (_NONE in kinds and required) or (items is not None and list in kinds):
             return False
@@ -261,6 +261,7 @@ class Validator:
         # for check_many: the keys every operation may carry, checked over all lines at once, and each name's others
         self.common = _compiled(schema.common)
         self.own = {name: [c for c in _compiled(keys) if c not in self.common] for name, keys in self.keys.items()}
+        self.needy = frozenset(name for name, checks in self.own.items() if checks)
         self.owner: dict[str, list[str]] = {}  # undeclared here, declared by other families
         for fam, other in others.items():
             for name in sorted(other.names - set(self.keys)) if fam != schema.family else ():
@@ -335,14 +336,19 @@ class Validator:
             return None
         if not _values_pass(value, self.common):  # the keys every operation may carry, over all lines at once
             return None
-        for op_name in names:  # each operation name's own keys, over its lines
+        needy = names & self.needy  # the names present that declare keys of their own
+        own_values, own_names, own_statuses = value, name, status
+        if needy and len(names) > 1:  # their lines picked out once (a race pair's 4 of 13), then split by name
+            picked = list(map(self.needy.__contains__, name))
+            own_values, own_names = list(compress(value, picked)), list(compress(name, picked))
+            own_statuses = list(compress(status, picked))
+        alone = len(needy) == 1  # every line picked is of that one name
+        for op_name in needy:  # each operation name's own keys, over its lines
             checks = self.own[op_name]
-            if not checks:
-                continue
-            values = value if len(names) == 1 else list(compress(value, map(op_name.__eq__, name)))
+            values = own_values if alone else list(compress(own_values, map(op_name.__eq__, own_names)))
             if not _values_pass(values, checks):
                 # whether a missing or null key is allowed depends on each line's status: the per-line test
-                statuses = status if len(names) == 1 else compress(status, map(op_name.__eq__, name))
+                statuses = own_statuses if alone else compress(own_statuses, map(op_name.__eq__, own_names))
                 if not all(map(self.fast[op_name], values, statuses)):
                     return None
         self.previous = index[-1]
