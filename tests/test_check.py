@@ -261,3 +261,30 @@ def test_a_repeated_index_is_refused_wherever_the_chunks_cut(chunk, resume_histo
         path = write(tmp_path / f"rep{at}.jsonl", [*rows[:at], twin, *rows[at + 1:]])
         with pytest.raises(DriftlabError, match="does not increase|index"):
             check(path, chunk_bytes=chunk)
+
+
+@pytest.mark.planted("runners.check:line_start", "return pos + newline + 1", "return pos + newline")
+@pytest.mark.planted("runners.check:read_range", "got = os.pread(fd, stop - start, start)",
+                     "got = os.pread(fd, stop - start - 1, start)")
+def test_chunks_cut_at_line_starts_and_read_whole(tmp_path):
+    """Planted bugs: a cut one byte before a line start (a chunk that begins with a newline's remainder), a range
+    read one byte short.  The cuts are those of a buffered reader's seek and readline (the way they were found
+    before), and the ranges read back are the file's body, byte for byte, with long lines and a cut on a newline."""
+    from runners.check import open_regular, ranges, read_range
+
+    lines = [b"x" * (n * 37 % 300) for n in range(400)] + [b"y" * 70_000, b"", b"z"]
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b"header\n" + b"\n".join(lines) + b"\n")
+    size, body = path.stat().st_size, len(b"header\n")
+    for parts in (1, 2, 3, 7, 50, 401, 5000):
+        expected = [body]
+        with path.open("rb") as f:
+            for i in range(1, parts):
+                f.seek(max(expected[-1], body + (size - body) * i // parts))
+                f.readline()
+                if expected[-1] < f.tell() < size:
+                    expected.append(f.tell())
+        spans = ranges(path, body, size, parts)
+        assert spans == list(zip(expected, expected[1:] + [size])), parts
+        with open_regular(path, size) as f:
+            assert b"".join(read_range(f.fileno(), a, b) for a, b in spans) == path.read_bytes()[body:], parts

@@ -128,9 +128,12 @@ def corruptions(row: dict) -> list[dict]:
 @pytest.mark.planted("vocabulary.schema:_values_pass", "if types is not None and not kinds <= types:", "if False:")
 @pytest.mark.planted("vocabulary.schema:Validator._check_many",
                      "or not _STATUS_SET.issuperset(status)", "or not _STATUS_SET.issuperset(status[1:])")
+@pytest.mark.planted("vocabulary.schema:Validator._check_many", "for op_name in needy:",
+                     "for op_name in sorted(needy)[:1]:")
 def test_a_chunk_at_once_accepts_exactly_what_the_lines_one_by_one_accept(tmp_path):
-    """Planted bugs: the chunk-at-once test skipping the value keys' types, or the first line's status: a line the
-    per-line validator refuses would pass the chunk and be judged instead of refused."""
+    """Planted bugs: the chunk-at-once test skipping the value keys' types, or the first line's status, or the own
+    keys of all but one of the names that declare some (their lines picked out together, then split by name): a line
+    the per-line validator refuses would pass the chunk and be judged instead of refused."""
     schema = schemas()["revalidation"]
     path = random_history(tmp_path / "h.jsonl", 99, groups=12)
     rows = [json.loads(line) for line in path.read_text().splitlines()[1:]]
