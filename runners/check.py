@@ -309,14 +309,17 @@ def _scan_chunk(lines: list[bytes], validator: Validator, out: Chunk) -> tuple |
         objs = list(map(orjson_loads, lines))
     except orjson.JSONDecodeError:  # a blank line, or one only Python's reader takes (NaN), or not JSON at all
         return None
-    checked = validator.check_many(objs)
+    fetched: dict[str, list] = {}  # the common value keys' values, as check_many fetched them (a partition key)
+    checked = validator.check_many(objs, fetched)
     if checked is None:
         return None
     values = checked[0]
     groups, partition = Groups(), validator.partition
     if len(partition) == 1:  # the common case, one partition key: its values, each a partition of its own
         key = partition[0]
-        keys = list(map(dict.get, values, repeat(key)))
+        keys = fetched.get(key)
+        if keys is None:
+            keys = list(map(dict.get, values, repeat(key)))
         if not set(map(type, keys)) <= _KEY_TYPES:
             return None  # refused: a partition key is a string or an integer (the per-line pass says where)
         # numbered in the order they first appear, as Groups.join would number them (never joined: no union-find)

@@ -93,11 +93,14 @@ def shown(result) -> tuple:
 
 
 @pytest.mark.planted("runners.check:reads", "names |= declared", "names |= declared - {'audit'}")
+@pytest.mark.planted("vocabulary.schema:_values_pass", "got = fetched[key] = list(map(dict.get, values, repeat(key)))",
+                     "got = fetched[key] = list(map(dict.get, values[::-1], repeat(key)))")
 @pytest.mark.parametrize("seed", range(6))
 def test_checkers_handed_what_they_read_give_the_whole_historys_results(seed, tmp_path):
-    """Planted bug: ``reads`` leaving out the audit, so an audit that found two refunds no longer makes its pair
-    invalid: every checker's verdict, summary and witnesses through ``driftlab check`` (chunked, only the operations
-    the checkers read built) must equal the checker's own on the whole history."""
+    """Planted bugs: ``reads`` leaving out the audit, so an audit that found two refunds no longer makes its pair
+    invalid; the partition keys a chunk's validation fetched (and check reuses) out of line order, so operations
+    land in other groups: every checker's verdict, summary and witnesses through ``driftlab check`` (chunked, only
+    the operations the checkers read built) must equal the checker's own on the whole history."""
     path = random_history(tmp_path / "h.jsonl", seed)
     history = history_from_jsonl(path.read_text())
     reference = {name: shown(c.check(history)) for name, c in checkers("revalidation").items()}

@@ -230,11 +230,15 @@ def _fast(keys: tuple[Key, ...]) -> Callable[[dict, str], bool]:
     return ok
 
 
-def _values_pass(values, checks: list[tuple]) -> bool:
+def _values_pass(values, checks: list[tuple], fetched: dict | None = None) -> bool:
     """Whether every value passes the compiled ``checks`` whatever its status (one pass per key over all values);
-    False also when a required key is missing or null somewhere (the per-line test then decides by status)."""
+    False also when a required key is missing or null somewhere (the per-line test then decides by status).
+    ``fetched``: where to leave each key's values (a list, None where absent) for the caller's own use."""
     for key, types, required, _, choices, items in checks:
-        got = list(map(dict.get, values, repeat(key))) if choices is not None else map(dict.get, values, repeat(key))
+        if fetched is not None:
+            got = fetched[key] = list(map(dict.get, values, repeat(key)))
+        else:
+            got = list(map(dict.get, values, repeat(key))) if choices is not None else map(dict.get, values, repeat(key))
         kinds = set(map(type, got))
         if (_NONE in kinds and required) or (items is not None and list in kinds):
             return False
@@ -302,24 +306,25 @@ class Validator:
         self.previous = obj["index"]
         return obj["value"]
 
-    def check_many(self, objs: list) -> tuple[tuple, tuple, tuple] | None:
+    def check_many(self, objs: list, fetched: dict | None = None) -> tuple[tuple, tuple, tuple] | None:
         """The quick test of :meth:`check` over a chunk's lines at once, a field at a time (one C-level pass per
         field instead of a Python call per line): (the values, the operation names, the statuses) if every line
         passes it, else None, and the caller validates the lines one by one (:meth:`check`), which either
         accepts them after all or names the first bad line exactly as it always does.
 
         ``objs`` are the lines as orjson parsed them (so no NaN or Infinity: floats are finite).  Nothing is
-        changed unless every line passes (``previous`` then becomes the last index).
+        changed unless every line passes (``previous`` then becomes the last index).  ``fetched``, if given, is
+        left holding the values of each common key checked (``check`` reads a partition key's from there).
         """
         if not objs:
             return (), (), ()
         try:  # a KeyError (a field missing), a TypeError (a line not an object; an unhashable status, name or
             # choice): line by line
-            return self._check_many(objs)
+            return self._check_many(objs, fetched)
         except (KeyError, TypeError):
             return None
 
-    def _check_many(self, objs: list) -> tuple[tuple, tuple, tuple] | None:
+    def _check_many(self, objs: list, fetched: dict | None) -> tuple[tuple, tuple, tuple] | None:
         index, actor, name, status, start, end, value = zip(*map(_FIELDS, objs))
         names = set(name)
         if (set(map(type, index)) != _INT or index[0] <= self.previous or not all(map(gt, index[1:], index))
@@ -334,7 +339,7 @@ class Validator:
                 return None
         elif not all(map(ge, end, start)):
             return None
-        if not _values_pass(value, self.common):  # the keys every operation may carry, over all lines at once
+        if not _values_pass(value, self.common, fetched):  # the keys every operation may carry, over all lines at once
             return None
         needy = names & self.needy  # the names present that declare keys of their own
         own_values, own_names, own_statuses = value, name, status
