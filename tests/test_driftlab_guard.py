@@ -340,9 +340,14 @@ def _invoke(saver_kind: str, where: str, consumed: str, value, durability: str, 
     cfg = {"configurable": {"thread_id": "t"}}
     kill_pid = os.getpid() if kill else None
     if saver_kind == "sync":
-        app = flow_graph(consumed, kill_pid).compile(checkpointer=GuardedSqliteSaver(
-            sqlite3.connect(where, check_same_thread=False)))
-        return app.invoke(value, cfg, durability=durability)
+        # closed before returning: the next step forks a resumer, and a SQLite connection open across a fork (here
+        # until the compiled graph's reference cycles are collected) is what SQLite says never to do
+        conn = sqlite3.connect(where, check_same_thread=False)
+        try:
+            app = flow_graph(consumed, kill_pid).compile(checkpointer=GuardedSqliteSaver(conn))
+            return app.invoke(value, cfg, durability=durability)
+        finally:
+            conn.close()
 
     async def go():
         async with aiosqlite.connect(where) as conn:
