@@ -148,9 +148,10 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
                 if keys is not None:
                     mine = last.get(conn)
                     held = {k for c, k in last.items() if c is not conn and k is not None}
-                    firsts = range(len(queue) - 1, -1, -1)
-                    at = next((j for j in firsts if mine is not None and keys[queue[j]] == mine),
-                              next((j for j in firsts if keys[queue[j]] not in held), at))
+                    order = range(len(queue) - 1, -1, -1)
+                    same = [j for j in order if mine is not None and keys[queue[j]] == mine]
+                    free = [j for j in order if keys[queue[j]] not in held]
+                    at = (same or free or [at])[0]
                     last[conn] = keys[queue[at]]
                 return queue.pop(at)
         return None

@@ -264,11 +264,11 @@ def test_a_repeated_index_is_refused_wherever_the_chunks_cut(chunk, resume_histo
 
 
 @pytest.mark.planted("runners.check:line_start", "return pos + newline + 1", "return pos + newline")
-@pytest.mark.planted("runners.check:read_range", "got = os.pread(fd, stop - start, start)",
-                     "got = os.pread(fd, stop - start - 1, start)")
+@pytest.mark.planted("runners.check:read_range", "os.pread(fd, stop - start, start)",
+                     "os.pread(fd, stop - start, start + 1)")
 def test_chunks_cut_at_line_starts_and_read_whole(tmp_path):
     """Planted bugs: a cut one byte before a line start (a chunk that begins with a newline's remainder), a range
-    read one byte short.  The cuts are those of a buffered reader's seek and readline (the way they were found
+    read from one byte late.  The cuts are those of a buffered reader's seek and readline (the way they were found
     before), and the ranges read back are the file's body, byte for byte, with long lines and a cut on a newline."""
     from runners.check import open_regular, ranges, read_range
 

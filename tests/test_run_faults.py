@@ -313,7 +313,7 @@ def _keyed(t):
 
 
 @pytest.mark.planted("runners.workers:run_workers", "if keys is not None:", "if False:")  # keys ignored
-@pytest.mark.planted("runners.workers:run_workers", "if keys[queue[j]] not in held), at))", "), at))")  # 2nd worker
+@pytest.mark.planted("runners.workers:run_workers", "at = (same or free or [at])[0]", "at = (same or [at])[0]")  # 2nd
 def test_tasks_of_one_key_stay_in_one_worker_where_they_can():
     """A task's key names what it keeps warm in its worker (a framework's env server).  Planted bugs: keys ignored,
     so a worker freed early takes the next task in order, of another key, and every worker starts every
