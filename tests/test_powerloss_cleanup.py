@@ -65,15 +65,29 @@ def _wait_for(predicate, timeout: float) -> bool:
     return bool(predicate())
 
 
+def _unmounting(group: int) -> bool:
+    """A ``fusermount3`` of the lab's process group is running (a worker unmounting its cell's file system)."""
+    for p in psutil.process_iter(["name"]):
+        try:
+            if p.info["name"] == "fusermount3" and os.getpgid(p.pid) == group:
+                return True
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return False
+
+
 def _hold_with_a_mount(lab: subprocess.Popen, out: Path, timeout: float) -> bool:
     """SIGSTOP the lab's process group at a moment a cell's lazy file system is mounted (its server, in a session of
     its own, is not stopped): a cell is short, and one that unmounted between the look and the kill left nothing to
-    kill (a CI run saw it).  True once held with a mount up."""
+    kill (a CI run saw it).  True once held with a mount up and no unmount of the worker's under way: a
+    ``fusermount3 -u`` it had started (stopped with it, or inside its system call) would complete after the hold
+    or after the SIGCONT, and a CI run saw the mount gone right after a hold."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if _mounts(out) and _servers(out):
             os.killpg(lab.pid, signal.SIGSTOP)
-            if _mounts(out) and _servers(out):
+            time.sleep(0.3)
+            if _mounts(out) and _servers(out) and not _unmounting(lab.pid):
                 return True
             os.killpg(lab.pid, signal.SIGCONT)
         time.sleep(0.05)
