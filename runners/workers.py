@@ -139,19 +139,19 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
     waits = list(waiting) if waiting is not None and jobs > 1 else [False] * len(tasks)  # one job: one at a time
     todo = {lane: [i for i in reversed(range(len(tasks))) if waits[i] == lane] for lane in (False, True)}
 
+    keyed = keys is not None and any(k is not None for k in keys)  # no key at all: in order, no search
     last: dict[Any, str | None] = {}  # a worker's end of the pipe -> the key of the task it ran last
 
     def take(conn, lane: bool) -> int | None:  # the next task for this worker, of its lane
         for queue in (todo[True],) if lane else (todo[False], todo[True]):
             if queue:
                 at = len(queue) - 1  # the queue's first task is its last item
-                if keys is not None:
+                if keyed:
                     mine = last.get(conn)
                     held = {k for c, k in last.items() if c is not conn and k is not None}
                     order = range(len(queue) - 1, -1, -1)
-                    same = [j for j in order if mine is not None and keys[queue[j]] == mine]
-                    free = [j for j in order if keys[queue[j]] not in held]
-                    at = (same or free or [at])[0]
+                    same = next((j for j in order if keys[queue[j]] == mine), None) if mine is not None else None
+                    at = same if same is not None else next((j for j in order if keys[queue[j]] not in held), at)
                     last[conn] = keys[queue[at]]
                 return queue.pop(at)
         return None

@@ -312,8 +312,8 @@ def _keyed(t):
     return t[0], os.getpid()
 
 
-@pytest.mark.planted("runners.workers:run_workers", "if keys is not None:", "if False:")  # keys ignored
-@pytest.mark.planted("runners.workers:run_workers", "at = (same or free or [at])[0]", "at = (same or [at])[0]")  # 2nd
+@pytest.mark.planted("runners.workers:run_workers", "                if keyed:", "                if False:")  # ignored
+@pytest.mark.planted("runners.workers:run_workers", "if keys[queue[j]] not in held), at)", "), at)")  # 2nd worker
 def test_tasks_of_one_key_stay_in_one_worker_where_they_can():
     """A task's key names what it keeps warm in its worker (a framework's env server).  Planted bugs: keys ignored,
     so a worker freed early takes the next task in order, of another key, and every worker starts every

@@ -235,10 +235,9 @@ def _values_pass(values, checks: list[tuple], fetched: dict | None = None) -> bo
     False also when a required key is missing or null somewhere (the per-line test then decides by status).
     ``fetched``: where to leave each key's values (a list, None where absent) for the caller's own use."""
     for key, types, required, _, choices, items in checks:
+        got = list(map(dict.get, values, repeat(key)))
         if fetched is not None:
-            got = fetched[key] = list(map(dict.get, values, repeat(key)))
-        else:
-            got = list(map(dict.get, values, repeat(key))) if choices is not None else map(dict.get, values, repeat(key))
+            fetched[key] = got
         kinds = set(map(type, got))
         if (_NONE in kinds and required) or (items is not None and list in kinds):
             return False
