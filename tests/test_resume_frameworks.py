@@ -363,3 +363,23 @@ def test_only_fault_cells_of_a_runtime_declaring_that_they_wait_run_beside_the_c
         ("temporal@1.35", False), ("temporal@1.35", True), ("langgraph@1.2.24", False), ("langgraph@1.2.24", True)}
     waiting = {(c.p["runtime"], c.p["fault_cell"] == "concurrent_resume") for c in cells if exp.waits(c, options)}
     assert waiting == {("temporal@1.35", False)}
+
+
+@pytest.mark.planted("runners.resume.frameworks:framework_rows", "if declared()[r].framework not in QUICK_LEFT_OUT",
+                     "if True")
+def test_the_quick_profile_runs_one_configuration_per_framework_and_leaves_out_the_costliest():
+    """The quick profile's framework rows: each framework release's default configuration, none of ``QUICK_LEFT_OUT``;
+    the paper profile runs every declared row, and a row the user names runs in either (planted bug: the quick
+    profile running a left-out framework's rows, the quick profile's time then over its budget)."""
+    from mechanisms.resume.frameworks import declared
+    from runners.experiment import Options
+    from runners.resume.frameworks import QUICK_LEFT_OUT, framework_rows
+
+    every = list(dict.fromkeys(d.name for d in declared().values()))
+    quick = framework_rows(Options(), "quick")
+    assert framework_rows(Options(), "paper") == every
+    assert set(quick) < set(every) and {"langgraph@1.2.24", "temporal@1.35", "dbos@3.4"} <= set(quick)
+    assert not [r for r in quick if declared()[r].framework in QUICK_LEFT_OUT]
+    assert len({(declared()[r].framework, declared()[r].release) for r in quick}) == len(quick)  # one per release...
+    assert {declared()[r].framework for r in quick} == {declared()[r].framework for r in every} - set(QUICK_LEFT_OUT)
+    assert framework_rows(Options(mechanisms=("prefect@3.9",)), "quick") == ["prefect@3.9"]  # ...named: it runs

@@ -23,9 +23,9 @@ from runners.experiment import Cell, DriftlabError, Experiment, Options, artifac
 
 BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "resume" / "bench_overhead.py"
 SAVERS_BENCH = BENCH.parent / "bench_remit_overhead.py"
-ROUNDS = {"quick": 100, "paper": 500}
+ROUNDS = {"quick": 40, "paper": 500}
 REPETITIONS = {"quick": 3, "paper": 15}  # paper: 15 paired repetitions, so a ratio has an interval (issue 28)
-SAVER_ROUNDS = {"quick": 30, "paper": 100}
+SAVER_ROUNDS = {"quick": 10, "paper": 100}
 #: the savers' benchmark names -> the runtime rows they stand for
 SAVER_ROWS = {"stock": "langgraph", "guard": "langgraph+guard", "remit": "langgraph+remit"}
 
