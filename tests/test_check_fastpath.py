@@ -256,7 +256,7 @@ def test_each_quick_path_gives_the_general_paths_verdicts_witnesses_and_summary(
         assert {Verdict.VALID, "general"} <= taken[name], (name, taken[name])
 
 
-@pytest.mark.planted("runners.check:_scan", "and INDETERMINATE not in statuses:", ":")
+@pytest.mark.planted("runners.check:_scan", "and not unsure:", ":")
 @pytest.mark.planted("runners.check:_scan", "c.reads.isdisjoint(present)", "True")
 def test_driftlab_checks_json_is_the_same_with_the_quick_paths_as_without(tmp_path, monkeypatch):
     """Planted bugs: a checker left idle in a chunk although an operation there is indeterminate (its UNKNOWN lost),
