@@ -9,9 +9,9 @@ processes, and never held whole.  Each chunk is parsed once:
    folder is refused before anything is read) under ``max_bytes``; every
    line is checked against the family's declared format
    (:mod:`vocabulary.schema`), a field at a time over the whole chunk
-   (:meth:`~vocabulary.schema.Validator.check_many`); a chunk that fails
-   that quick test is validated again line by line, which names the first
-   bad line.  A malformed history is one line naming the
+   (:func:`quick_test`, with the validator's compiled keys; it also lists
+   each operation name's lines); a chunk that fails that quick test is
+   validated again line by line, which names the first bad line.  A malformed history is one line naming the
    first bad line and its field, exit 2, and never a verdict: whatever the
    checkers found in other chunks is dropped.
 2. **partitioned** — each operation belongs to a **partition** (Porcupine's
@@ -58,6 +58,7 @@ from collections import Counter, deque
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
+from operator import ge, gt
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -66,7 +67,7 @@ from orjson import loads as orjson_loads
 
 from runners.experiment import DriftlabError
 from vocabulary import INDETERMINATE, CheckResult, History, HistoryError, Operation, Verdict, worst
-from vocabulary.schema import HistorySchema, Validator, header, operation
+from vocabulary.schema import _FIELDS, _STATUS_SET, _TIME, HistorySchema, Validator, _values_pass, header, operation
 
 MAX_BYTES = 4 * 2**30  # a history file larger than this is refused (--max-bytes)
 CHUNK_BYTES = 2**19  # a chunk: parsed, validated and its inner partitions judged at once (~2,200 race operations;
@@ -77,6 +78,7 @@ POOL_BYTES = 8 * 2**20  # a larger file is read by a worker per core (unless --j
 BATCH = 20_000  # operations per batch handed to the checkers when the file is read a second time
 MAP_BATCH = 8  # chunks sent to a worker at once: a round trip per 8 (the main process's CPU for a million-operation
 # check 0.56 -> 0.39 s, measured 2026-12-04; it shares the 2 cores with the workers)
+_INT, _STR, _DICT = {int}, {str}, {dict}  # a column's set of types, as the quick test requires it
 _KEY_TYPES = frozenset({str, int, type(None)})  # what a partition key's value may be (None: the key is absent)
 NO_KEY = (("", None),)  # the partition key of the operations that carry none (no declared key is "" or None)
 
@@ -261,7 +263,7 @@ def _scan(lines: list[bytes]) -> Chunk:
         got = _scan_lines(lines, validator, out)
         if got is None:
             return out
-    objs, raws, part, out.keys, names, statuses = got
+    objs, raws, part, out.keys, by_name, kinds = got
     out.lines, out.last_index, out.unknown = len(lines), (validator.previous if out.first else None), validator.unknown
     out.part = part
     count, e = len(part), _JOB["edge"]
@@ -272,26 +274,25 @@ def _scan(lines: list[bytes]) -> Chunk:
     # the inner partitions' operations, partition by partition in the order they first appear, each in file order
     # (only those the checkers read: _JOB["keep"])
     keep = _JOB["keep"]
-    unsure = names is not None and INDETERMINATE in statuses  # (asked once: a pass over the statuses)
+    # validated line by line, or an operation is indeterminate (read whatever its name): each line asked
+    unsure = by_name is None or INDETERMINATE in kinds
     if keep is None:
-        read = None
-    elif names is None:
-        read = [is_read(obj, keep) for obj in objs]
-    else:
-        read = (list(map(keep.__contains__, names)) if not unsure else
-                [name in keep or status == INDETERMINATE for name, status in zip(names, statuses)])
-    if names is not None and len(_JOB["partition"]) == 1:
+        picked = None
+    elif unsure:
+        picked = [k for k, obj in enumerate(objs) if is_read(obj, keep)]
+    else:  # the lines of the names read, merged into file order (each name's lines are in file order already)
+        picked = sorted(chain.from_iterable(by_name[n] for n in keep if n in by_name))
+    if by_name is not None and len(_JOB["partition"]) == 1:
         # one key: the local partitions are numbered 0, 1, ... in the order they first appear, and never joined
         order, partitions, outer = part, len(out.keys), edge
     else:
         rank = {p: r for r, p in enumerate(dict.fromkeys(part))}
         order, partitions, outer = array("q", map(rank.__getitem__, part)), len(rank), {rank[p] for p in edge}
-    inner = inner_partitions(objs, order, partitions, read, outer)
+    inner = inner_partitions(objs, order, partitions, picked, outer)
     out.results = [[] for _ in _JOB["checkers"]]
     idle = None  # per checker: it reads no operation of the chunk (and none is indeterminate), so it judges no group
-    if keep is not None and names is not None and not unsure:
-        present = set(compress(names, read))  # the names read (a checker reads a subset of keep: see reads)
-        idle = [c.reads.isdisjoint(present) for c in _JOB["checkers"]]
+    if keep is not None and not unsure:
+        idle = [not any(by_name.get(n) for n in c.reads) for c in _JOB["checkers"]]
     if count > sum(map(len, out.edges.values())):  # some partition lies inside (its operations may all be unread)
         try:
             out.results, out.named = _judge_parsed(inner, idle)
@@ -300,31 +301,85 @@ def _scan(lines: list[bytes]) -> Chunk:
     return out
 
 
-def inner_partitions(objs: list, order: array, partitions: int, read, outer: set[int]) -> list[list]:
-    """The operations ``read`` picks (a list of booleans, one per operation; None: every one) grouped by
+def inner_partitions(objs: list, order: array, partitions: int, picked: list[int] | None,
+                     outer: set[int]) -> list[list]:
+    """The operations ``picked`` names (their positions, increasing; None: every one) grouped by
     partition: one list per partition, in file order, the partitions by their ``order`` number (0 to
     ``partitions`` - 1: the order they first appear), leaving out those ``outer`` names (they reach an edge) and
     those with none picked.
 
     Each operation is appended to its partition's list in one C-level pass (``map`` of ``list.append``) instead of
     a sort by partition and a ``groupby``: 136 instead of 186 ns an operation on the benchmark's race chunks
-    (2026-12-04, with the read mask computed)."""
+    (2026-12-04)."""
     parts: list[list] = [[] for _ in range(partitions)]
-    which, picked = (order, objs) if read is None else (compress(order, read), compress(objs, read))
-    deque(map(list.append, map(parts.__getitem__, which), picked), 0)
+    which, ops = (order, objs) if picked is None else (map(order.__getitem__, picked), map(objs.__getitem__, picked))
+    deque(map(list.append, map(parts.__getitem__, which), ops), 0)
     return [ops for p, ops in enumerate(parts) if ops and p not in outer]
 
 
+def quick_test(objs: list, validator: Validator, fetched: dict[str, list]) -> tuple | None:
+    """The validator's quick test over a chunk's parsed lines at once, a field at a time (a C-level pass per field,
+    not a Python call per line): (the values, each declared operation name's line positions in file order, the set
+    of statuses) if every line passes it, else None, and the caller validates the lines one by one
+    (:meth:`Validator.check`), which accepts them after all or names the first bad line as it always does.
+
+    It tests what :meth:`Validator.check_many` tests, with the validator's compiled keys, and sorts the lines by
+    operation name in the same pass that refuses an undeclared name: the keys a name declares are tested on its
+    lines, and ``_scan`` picks the lines the checkers read from the same lists (no per-line test of the name
+    again).  ``objs`` are the lines as orjson parsed them (no NaN or Infinity).  Nothing is changed unless every
+    line passes (``previous`` then becomes the last index); ``fetched`` is left holding the values of each common
+    key (the partition key's, for ``_scan_chunk``).
+    """
+    if not objs:
+        return (), {}, set()
+    try:  # a KeyError (a field missing, an undeclared name), a TypeError (a line not an object; an unhashable
+        # status, name or choice): line by line
+        return _quick_test(objs, validator, fetched)
+    except (KeyError, TypeError):
+        return None
+
+
+def _quick_test(objs: list, validator: Validator, fetched: dict[str, list]) -> tuple | None:
+    index, actor, name, status, start, end, value = zip(*map(_FIELDS, objs))
+    kinds = set(status)
+    if (set(map(type, index)) != _INT or index[0] <= validator.previous or not all(map(gt, index[1:], index))
+            or set(map(type, actor)) != _STR or set(map(type, value)) != _DICT or not kinds <= _STATUS_SET):
+        return None
+    starts, ends = set(map(type, start)), set(map(type, end))
+    if not starts <= _TIME or not ends <= _TIME:
+        return None
+    if type(None) in starts or type(None) in ends:
+        if not all(e >= s for s, e in zip(start, end) if s is not None and e is not None):
+            return None
+    elif not all(map(ge, end, start)):
+        return None
+    if not _values_pass(value, validator.common, fetched):  # the keys every operation may carry, over all lines
+        return None
+    by_name: dict[str, list[int]] = {n: [] for n in validator.fast}  # a name it does not hold: KeyError
+    deque(map(list.append, map(by_name.__getitem__, name), range(len(name))), 0)
+    for op_name in validator.needy:  # each name that declares keys of its own: them, over its lines
+        at = by_name[op_name]
+        if at:
+            values = list(map(value.__getitem__, at))
+            # whether a missing or null key is allowed depends on each line's status: then the per-line test
+            if not _values_pass(values, validator.own[op_name]) and not all(
+                    map(validator.fast[op_name], values, map(status.__getitem__, at))):
+                return None
+    validator.previous = index[-1]
+    return value, by_name, kinds
+
+
 def _scan_chunk(lines: list[bytes], validator: Validator, out: Chunk) -> tuple | None:
-    """A chunk validated and partitioned a field at a time (:meth:`Validator.check_many`): (the parsed lines, the
-    raw lines, each operation's local partition, each local partition's keys, the operation names, the statuses),
-    or None if any line is blank, is not strict JSON or fails the quick test (the caller then goes line by line)."""
+    """A chunk validated and partitioned a field at a time (:func:`quick_test`): (the parsed lines, the raw lines,
+    each operation's local partition, each local partition's keys, each operation name's line positions, the set of
+    statuses), or None if any line is blank, is not strict JSON or fails the quick test (the caller then goes line
+    by line)."""
     try:
         objs = list(map(orjson_loads, lines))
     except orjson.JSONDecodeError:  # a blank line, or one only Python's reader takes (NaN), or not JSON at all
         return None
-    fetched: dict[str, list] = {}  # the common value keys' values, as check_many fetched them (a partition key)
-    checked = validator.check_many(objs, fetched)
+    fetched: dict[str, list] = {}  # the common value keys' values, as quick_test fetched them (a partition key)
+    checked = quick_test(objs, validator, fetched)
     if checked is None:
         return None
     values = checked[0]
@@ -371,8 +426,8 @@ def _rooted(groups: Groups, part: array) -> tuple[array, dict[int, list]]:
 
 
 def _scan_lines(lines: list[bytes], validator: Validator, out: Chunk) -> tuple | None:
-    """A chunk validated and partitioned line by line: as :func:`_scan_chunk` gives it (without the names and
-    statuses), or None with ``out.error`` naming the first bad line."""
+    """A chunk validated and partitioned line by line: as :func:`_scan_chunk` gives it (without the names' lines and
+    the statuses), or None with ``out.error`` naming the first bad line."""
     check, partition_keys = validator.check, validator.partition_keys
     partition = validator.partition
     single = partition[0] if len(partition) == 1 else None

@@ -22,16 +22,16 @@ from runners.check import Chunk, _scan_chunk, _scan_lines, inner_partitions, key
 from vocabulary.schema import HistorySchema, Key, OpSpec, Validator
 
 
-def reference_inner(objs: list, order: list[int], read: list[bool] | None, outer: set[int]) -> list[list]:
+def reference_inner(objs: list, order: list[int], picked: list[int] | None, outer: set[int]) -> list[list]:
     """The picked operations grouped by partition the slow way: sorted by partition number (stable, so each
     partition in file order), the outer ones and the empty ones left out."""
-    picked = [k for k in range(len(objs)) if read is None or read[k]]
-    picked.sort(key=order.__getitem__)
+    picked = sorted(range(len(objs)) if picked is None else picked, key=order.__getitem__)
     return [[objs[k] for k in ks] for p, ks in groupby(picked, order.__getitem__) if p not in outer]
 
 
 @pytest.mark.planted("runners.check:inner_partitions", "if ops and p not in outer", "if ops")
-@pytest.mark.planted("runners.check:inner_partitions", "compress(objs, read)", "compress(objs[1:], read)")
+@pytest.mark.planted("runners.check:inner_partitions", "map(objs.__getitem__, picked)",
+                     "map(objs[1:].__getitem__, picked)")
 def test_inner_partitions_are_the_picked_operations_by_partition_in_file_order():
     """Planted bugs: the partitions that reach an edge judged inside the chunk too (their verdicts counted twice),
     or operations handed to the partition of their neighbour: on random chunks (partitions numbered by first
@@ -43,10 +43,10 @@ def test_inner_partitions_are_the_picked_operations_by_partition_in_file_order()
         first = {k: i for i, k in enumerate(dict.fromkeys(keys))}
         order = array("q", [first[k] for k in keys])
         objs = [{"index": k, "key": key} for k, key in enumerate(keys)]
-        read = None if trial % 5 == 0 else [rng.random() < 0.4 for _ in range(count)]
+        picked = None if trial % 5 == 0 else [k for k in range(count) if rng.random() < 0.4]
         outer = {p for p in first.values() if rng.random() < 0.3}
-        got = inner_partitions(objs, order, len(first), read, outer)
-        assert got == reference_inner(objs, list(order), read, outer), trial
+        got = inner_partitions(objs, order, len(first), picked, outer)
+        assert got == reference_inner(objs, list(order), picked, outer), trial
         assert all(ops for ops in got), "no empty partition is handed on"
 
 
