@@ -789,35 +789,38 @@ def check(path: Path, names: list[str] | None = None, jobs: int | None = None, a
     with _pool(jobs, args) if jobs > 1 else nullcontext() as pool:
         if pool is None:
             _setup(*args)
-            chunks, groups = settle(path, plan, (scan(path, a, b) for a, b in spans))
-        else:
+            scanned: Iterator[Chunk] = (scan(path, a, b) for a, b in spans)
+        else:  # the workers are forked as the tasks are handed out, here: with the collector on, as they need it
             scanned = pool.map(scan, *zip(*[(path, a, b) for a, b in spans]), chunksize=MAP_BATCH)
+        # the main process paused too while it gathers the chunks: they hold no cycles, and the collector walked
+        # every chunk kept so far again and again (a quarter to a third of its CPU in a million-operation check)
+        with paused_gc():
             chunks, groups = settle(path, plan, scanned)
-        failed = next((c.failure for c in chunks if c.failure), None)
-        if failed:
-            raise DriftlabError(failed)
-        rest = leftovers(chunks, groups)
-        plan.passes = 1 if rest is not None else 2
-        if rest is None:  # partitions interleave across chunks: judge the whole file again, partition by partition
-            join_deferred(chunks, groups)
-            work: Iterator[list[list[bytes]]] = whole_file_batches(path, plan, chunks, groups, BATCH)
-        else:
-            for c in chunks:
-                collect(c.results, c.named)
-            work = (rest[i:i + 64] for i in range(0, len(rest), 64))
-        if not chunks:
-            work = iter([[]])  # a history without operations: the checkers' verdict on an empty one
-        if pool is None:
-            for b in work:
-                collect(*_judge(b))
-        else:
-            pending: deque = deque()
-            for b in work:
-                pending.append(pool.submit(_judge, b))
-                if len(pending) >= 2 * jobs:
+            failed = next((c.failure for c in chunks if c.failure), None)
+            if failed:
+                raise DriftlabError(failed)
+            rest = leftovers(chunks, groups)
+            plan.passes = 1 if rest is not None else 2
+            if rest is None:  # partitions interleave across chunks: judge the whole file again, partition by partition
+                join_deferred(chunks, groups)
+                work: Iterator[list[list[bytes]]] = whole_file_batches(path, plan, chunks, groups, BATCH)
+            else:
+                for c in chunks:
+                    collect(c.results, c.named)
+                work = (rest[i:i + 64] for i in range(0, len(rest), 64))
+            if not chunks:
+                work = iter([[]])  # a history without operations: the checkers' verdict on an empty one
+            if pool is None:
+                for b in work:
+                    collect(*_judge(b))
+            else:
+                pending: deque = deque()
+                for b in work:
+                    pending.append(pool.submit(_judge, b))
+                    if len(pending) >= 2 * jobs:
+                        collect(*pending.popleft().result())
+                while pending:
                     collect(*pending.popleft().result())
-            while pending:
-                collect(*pending.popleft().result())
     plan.partitions = len(set(groups.roots()) if chunks else ()) + len(groups.deferred)
     results = [merge(name, rs) for name, rs in zip(chosen, per_checker)]
     return Outcome(path, plan, worst(r.verdict for r in results), results, named, plan.partitions)

@@ -27,7 +27,8 @@ def validator() -> Validator:
     return Validator(schemas()["revalidation"], schemas(), False)
 
 
-@pytest.mark.planted("runners.check:_quick_test", "or not kinds <= _STATUS_SET", "or not set(status[1:]) <= _STATUS_SET")
+@pytest.mark.planted("runners.check:_quick_test", "or not kinds <= _STATUS_SET",
+                     "or not set(status[1:]) <= _STATUS_SET")
 @pytest.mark.planted("runners.check:_quick_test", "if not _values_pass(value, validator.common, fetched):",
                      "if not _values_pass(value, [], fetched):")
 @pytest.mark.planted("runners.check:_quick_test", "for op_name in validator.needy:",
@@ -72,7 +73,8 @@ def test_the_quick_test_fires_on_a_clean_race_history(tmp_path):
 
 
 @pytest.mark.planted("runners.check:_quick_test", "range(len(name))", "range(1, len(name) + 1)")
-@pytest.mark.planted("runners.check:_quick_test", "map(by_name.__getitem__, name)", "map(by_name.__getitem__, name[::-1])")
+@pytest.mark.planted("runners.check:_quick_test", "map(by_name.__getitem__, name)",
+                     "map(by_name.__getitem__, name[::-1])")
 def test_each_names_lines_are_the_lines_of_that_name(tmp_path):
     """Planted bugs: each name's lines off by one, or taken in reverse (the checkers then handed other lines than
     those of the names they read): every declared name maps to exactly the positions of its lines, in order, and
