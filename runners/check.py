@@ -805,8 +805,8 @@ def check(path: Path, names: list[str] | None = None, jobs: int | None = None, a
                 join_deferred(chunks, groups)
                 work: Iterator[list[list[bytes]]] = whole_file_batches(path, plan, chunks, groups, BATCH)
             else:
-                for c in chunks:
-                    collect(c.results, c.named)
+                for got, ops in [(c.results, c.named) for c in chunks]:  # (no loop name left holding a chunk)
+                    collect(got, ops)
                 work = (rest[i:i + 64] for i in range(0, len(rest), 64))
             if not chunks:
                 work = iter([[]])  # a history without operations: the checkers' verdict on an empty one
@@ -821,8 +821,10 @@ def check(path: Path, names: list[str] | None = None, jobs: int | None = None, a
                         collect(*pending.popleft().result())
                 while pending:
                     collect(*pending.popleft().result())
-    plan.partitions = len(set(groups.roots()) if chunks else ()) + len(groups.deferred)
-    results = [merge(name, rs) for name, rs in zip(chosen, per_checker)]
+            plan.partitions = len(set(groups.roots()) if chunks else ()) + len(groups.deferred)
+            results = [merge(name, rs) for name, rs in zip(chosen, per_checker)]
+            # freed while the collector is still paused: else its first collection walks them all once more
+            del chunks, groups, rest, work, scanned
     return Outcome(path, plan, worst(r.verdict for r in results), results, named, plan.partitions)
 
 

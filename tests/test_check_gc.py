@@ -2,8 +2,10 @@
 it holds every chunk's partitions until the end, none of them in a cycle, and the collector walked them all again
 at each collection (a quarter to a third of the main process's CPU on the benchmark's million operations).
 
-Held to: no collection starts in the main process while the chunks are settled, the collector is on again once
-``check`` returns or refuses a history, and it was on before (a paused collector is never left behind).
+Held to: no collection starts in the main process while the chunks are settled, the chunks are freed before the
+collector is on again (made while it was paused, they would all be in its youngest generation, walked by its first
+collection), and the collector is on again once ``check`` returns or refuses a history (a paused collector is
+never left behind).
 """
 from __future__ import annotations
 
@@ -64,3 +66,31 @@ def test_the_collector_is_on_again_after_a_refused_history(tmp_path):
     with pytest.raises(DriftlabError, match="line 3001: not JSON"):
         check(path, jobs=2, chunk_bytes=8192)
     assert gc.isenabled()
+
+
+@pytest.mark.planted("runners.check:check", "del chunks, groups, rest, work, scanned", "pass")
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_chunks_are_freed_before_the_collector_is_on_again(jobs, tmp_path, monkeypatch):
+    """Planted bug: the chunks kept until ``check`` returns, so the collector's first collection once it is on
+    again walks every one of them (they were made while it was paused, so all are in its youngest generation):
+    no chunk may be alive when a collection starts after the results are merged."""
+    path = write_history(tmp_path / "race.jsonl", 20_000)
+    merged, alive = [False], []
+    merge = check_module.merge
+
+    def spy(*args):
+        merged[0] = True
+        return merge(*args)
+
+    def count(phase, info):
+        if phase == "start" and merged[0]:
+            alive.append(sum(isinstance(o, check_module.Chunk) for o in gc.get_objects()))
+
+    monkeypatch.setattr(check_module, "merge", spy)
+    gc.callbacks.append(count)
+    try:
+        check(path, jobs=jobs, chunk_bytes=8192)
+        gc.collect()  # at least one collection after the merge, whatever the allocation counts
+    finally:
+        gc.callbacks.remove(count)
+    assert alive and max(alive) == 0, alive
