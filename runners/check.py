@@ -11,9 +11,10 @@ processes, and never held whole.  Each chunk is parsed once:
    (:mod:`vocabulary.schema`), a field at a time over the whole chunk
    (:func:`quick_test`, with the validator's compiled keys; it also lists
    each operation name's lines); a chunk that fails that quick test is
-   validated again line by line, which names the first bad line.  A malformed history is one line naming the
-   first bad line and its field, exit 2, and never a verdict: whatever the
-   checkers found in other chunks is dropped.
+   validated again line by line, which names the first bad line.  A
+   malformed history is one line naming the first bad line and its field,
+   exit 2, and never a verdict: whatever the checkers found in other chunks
+   is dropped.
 2. **partitioned** — each operation belongs to a **partition** (Porcupine's
    ``Partition``: the operations that share a value of the family's
    partition keys, e.g. one race pair's ``value.group``; for resume the
@@ -412,7 +413,7 @@ def _scan_chunk(lines: list[bytes], validator: Validator, out: Chunk) -> tuple |
 
 def key_typed(validator: Validator, key: str) -> bool:
     """Whether the values of ``key`` that pass the validator's quick test of the keys every operation may carry
-    (``Validator.common``, which ``check_many`` fetched them for) are all strings, integers or absent: a
+    (``Validator.common``, which :func:`quick_test` fetched them for) are all strings, integers or absent: a
     partition key's values need no test of their own then."""
     return any(name == key and types is not None and types <= {str, int} for name, types, *_ in validator.common)
 
