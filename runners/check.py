@@ -9,7 +9,7 @@ processes, and never held whole.  Each chunk is parsed once:
    folder is refused before anything is read) under ``max_bytes``; every
    line is checked against the family's declared format
    (:mod:`vocabulary.schema`), a field at a time over the whole chunk
-   (:func:`quick_test`, with the validator's compiled keys; it also lists
+   (:meth:`Validator.check_many`, with the validator's compiled keys; it also lists
    each operation name's lines); a chunk that fails that quick test is
    validated again line by line, which names the first bad line.  A
    malformed history is one line naming the first bad line and its field,
@@ -59,7 +59,6 @@ from collections import Counter, deque
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from operator import ge, gt
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -68,7 +67,7 @@ from orjson import loads as orjson_loads
 
 from runners.experiment import DriftlabError
 from vocabulary import INDETERMINATE, CheckResult, History, HistoryError, Operation, Verdict, worst
-from vocabulary.schema import _FIELDS, _STATUS_SET, _TIME, HistorySchema, Validator, _values_pass, header, operation
+from vocabulary.schema import HistorySchema, Validator, header, operation
 
 MAX_BYTES = 4 * 2**30  # a history file larger than this is refused (--max-bytes)
 CHUNK_BYTES = 2**19  # a chunk: parsed, validated and its inner partitions judged at once (~2,200 race operations;
@@ -79,7 +78,6 @@ POOL_BYTES = 8 * 2**20  # a larger file is read by a worker per core (unless --j
 BATCH = 20_000  # operations per batch handed to the checkers when the file is read a second time
 MAP_BATCH = 8  # chunks sent to a worker at once: a round trip per 8 (the main process's CPU for a million-operation
 # check 0.56 -> 0.39 s, measured 2026-12-04; it shares the 2 cores with the workers)
-_INT, _STR, _DICT = {int}, {str}, {dict}  # a column's set of types, as the quick test requires it
 _KEY_TYPES = frozenset({str, int, type(None)})  # what a partition key's value may be (None: the key is absent)
 NO_KEY = (("", None),)  # the partition key of the operations that carry none (no declared key is "" or None)
 
@@ -318,60 +316,8 @@ def inner_partitions(objs: list, order: array, partitions: int, picked: list[int
     return [ops for p, ops in enumerate(parts) if ops and p not in outer]
 
 
-def quick_test(objs: list, validator: Validator, fetched: dict[str, list]) -> tuple | None:
-    """The validator's quick test over a chunk's parsed lines at once, a field at a time (a C-level pass per field,
-    not a Python call per line): (the values, each declared operation name's line positions in file order, the set
-    of statuses) if every line passes it, else None, and the caller validates the lines one by one
-    (:meth:`Validator.check`), which accepts them after all or names the first bad line as it always does.
-
-    It tests what :meth:`Validator.check_many` tests, with the validator's compiled keys, and sorts the lines by
-    operation name in the same pass that refuses an undeclared name: the keys a name declares are tested on its
-    lines, and ``_scan`` picks the lines the checkers read from the same lists (no per-line test of the name
-    again).  ``objs`` are the lines as orjson parsed them (no NaN or Infinity).  Nothing is changed unless every
-    line passes (``previous`` then becomes the last index); ``fetched`` is left holding the values of each common
-    key (the partition key's, for ``_scan_chunk``).
-    """
-    if not objs:
-        return (), {}, set()
-    try:  # a KeyError (a field missing, an undeclared name), a TypeError (a line not an object; an unhashable
-        # status, name or choice): line by line
-        return _quick_test(objs, validator, fetched)
-    except (KeyError, TypeError):
-        return None
-
-
-def _quick_test(objs: list, validator: Validator, fetched: dict[str, list]) -> tuple | None:
-    index, actor, name, status, start, end, value = zip(*map(_FIELDS, objs))
-    kinds = set(status)
-    if (set(map(type, index)) != _INT or index[0] <= validator.previous or not all(map(gt, index[1:], index))
-            or set(map(type, actor)) != _STR or set(map(type, value)) != _DICT or not kinds <= _STATUS_SET):
-        return None
-    starts, ends = set(map(type, start)), set(map(type, end))
-    if not starts <= _TIME or not ends <= _TIME:
-        return None
-    if type(None) in starts or type(None) in ends:
-        if not all(e >= s for s, e in zip(start, end) if s is not None and e is not None):
-            return None
-    elif not all(map(ge, end, start)):
-        return None
-    if not _values_pass(value, validator.common, fetched):  # the keys every operation may carry, over all lines
-        return None
-    by_name: dict[str, list[int]] = {n: [] for n in validator.fast}  # a name it does not hold: KeyError
-    deque(map(list.append, map(by_name.__getitem__, name), range(len(name))), 0)
-    for op_name in validator.needy:  # each name that declares keys of its own: them, over its lines
-        at = by_name[op_name]
-        if at:
-            values = list(map(value.__getitem__, at))
-            # whether a missing or null key is allowed depends on each line's status: then the per-line test
-            if not _values_pass(values, validator.own[op_name]) and not all(
-                    map(validator.fast[op_name], values, map(status.__getitem__, at))):
-                return None
-    validator.previous = index[-1]
-    return value, by_name, kinds
-
-
 def _scan_chunk(lines: list[bytes], validator: Validator, out: Chunk) -> tuple | None:
-    """A chunk validated and partitioned a field at a time (:func:`quick_test`): (the parsed lines, the raw lines,
+    """A chunk validated and partitioned a field at a time (:meth:`Validator.check_many`): (the parsed lines, the raw lines,
     each operation's local partition, each local partition's keys, each operation name's line positions, the set of
     statuses), or None if any line is blank, is not strict JSON or fails the quick test (the caller then goes line
     by line)."""
@@ -379,8 +325,8 @@ def _scan_chunk(lines: list[bytes], validator: Validator, out: Chunk) -> tuple |
         objs = list(map(orjson_loads, lines))
     except orjson.JSONDecodeError:  # a blank line, or one only Python's reader takes (NaN), or not JSON at all
         return None
-    fetched: dict[str, list] = {}  # the common value keys' values, as quick_test fetched them (a partition key)
-    checked = quick_test(objs, validator, fetched)
+    fetched: dict[str, list] = {}  # the common value keys' values, as check_many fetched them (a partition key)
+    checked = validator.check_many(objs, fetched)
     if checked is None:
         return None
     values = checked[0]
@@ -413,7 +359,7 @@ def _scan_chunk(lines: list[bytes], validator: Validator, out: Chunk) -> tuple |
 
 def key_typed(validator: Validator, key: str) -> bool:
     """Whether the values of ``key`` that pass the validator's quick test of the keys every operation may carry
-    (``Validator.common``, which :func:`quick_test` fetched them for) are all strings, integers or absent: a
+    (``Validator.common``, which :meth:`Validator.check_many` fetched them for) are all strings, integers or absent: a
     partition key's values need no test of their own then."""
     return any(name == key and types is not None and types <= {str, int} for name, types, *_ in validator.common)
 

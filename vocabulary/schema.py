@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import deque
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import repeat
 from operator import ge, gt, itemgetter
 from typing import Any, Callable, Mapping
 
@@ -305,30 +306,32 @@ class Validator:
         self.previous = obj["index"]
         return obj["value"]
 
-    def check_many(self, objs: list, fetched: dict | None = None) -> tuple[tuple, tuple, tuple] | None:
+    def check_many(self, objs: list, fetched: dict | None = None) -> tuple | None:
         """The quick test of :meth:`check` over a chunk's lines at once, a field at a time (one C-level pass per
-        field instead of a Python call per line): (the values, the operation names, the statuses) if every line
-        passes it, else None, and the caller validates the lines one by one (:meth:`check`), which either
-        accepts them after all or names the first bad line exactly as it always does.
+        field instead of a Python call per line): (the values, each declared operation name's line positions in
+        file order, the set of statuses) if every line passes it, else None, and the caller validates the lines one
+        by one (:meth:`check`), which either accepts them after all or names the first bad line exactly as it
+        always does.
 
-        ``objs`` are the lines as orjson parsed them (so no NaN or Infinity: floats are finite).  Nothing is
-        changed unless every line passes (``previous`` then becomes the last index).  ``fetched``, if given, is
-        left holding the values of each common key checked (``check`` reads a partition key's from there).
+        The lines are sorted by operation name in the pass that refuses an undeclared name, and the keys a name
+        declares are tested on its lines (``driftlab check`` picks the lines its checkers read from the same
+        lists).  ``objs`` are the lines as orjson parsed them (so no NaN or Infinity: floats are finite).  Nothing
+        is changed unless every line passes (``previous`` then becomes the last index).  ``fetched``, if given, is
+        left holding the values of each common key (``driftlab check`` reads a partition key's from there).
         """
         if not objs:
-            return (), (), ()
-        try:  # a KeyError (a field missing), a TypeError (a line not an object; an unhashable status, name or
-            # choice): line by line
-            return self._check_many(objs, fetched)
+            return (), {}, set()
+        try:  # a KeyError (a field missing, an undeclared name), a TypeError (a line not an object; an unhashable
+            # status, name or choice): line by line
+            return self._check_many(objs, {} if fetched is None else fetched)
         except (KeyError, TypeError):
             return None
 
-    def _check_many(self, objs: list, fetched: dict | None) -> tuple[tuple, tuple, tuple] | None:
+    def _check_many(self, objs: list, fetched: dict) -> tuple | None:
         index, actor, name, status, start, end, value = zip(*map(_FIELDS, objs))
-        names = set(name)
+        kinds = set(status)
         if (set(map(type, index)) != _INT or index[0] <= self.previous or not all(map(gt, index[1:], index))
-                or set(map(type, actor)) != _STR or set(map(type, value)) != _DICT
-                or not _STATUS_SET.issuperset(status) or not names.issubset(self.fast)):
+                or set(map(type, actor)) != _STR or set(map(type, value)) != _DICT or not kinds <= _STATUS_SET):
             return None
         starts, ends = set(map(type, start)), set(map(type, end))
         if not starts <= _TIME or not ends <= _TIME:
@@ -340,23 +343,18 @@ class Validator:
             return None
         if not _values_pass(value, self.common, fetched):  # the keys every operation may carry, over all lines at once
             return None
-        needy = names & self.needy  # the names present that declare keys of their own
-        own_values, own_names, own_statuses = value, name, status
-        if needy and len(names) > 1:  # their lines picked out once (a race pair's 4 of 13), then split by name
-            picked = list(map(self.needy.__contains__, name))
-            own_values, own_names = list(compress(value, picked)), list(compress(name, picked))
-            own_statuses = list(compress(status, picked))
-        alone = len(needy) == 1  # every line picked is of that one name
-        for op_name in needy:  # each operation name's own keys, over its lines
-            checks = self.own[op_name]
-            values = own_values if alone else list(compress(own_values, map(op_name.__eq__, own_names)))
-            if not _values_pass(values, checks):
-                # whether a missing or null key is allowed depends on each line's status: the per-line test
-                statuses = own_statuses if alone else compress(own_statuses, map(op_name.__eq__, own_names))
-                if not all(map(self.fast[op_name], values, statuses)):
+        by_name: dict[str, list[int]] = {n: [] for n in self.fast}  # a name it does not hold: KeyError
+        deque(map(list.append, map(by_name.__getitem__, name), range(len(name))), 0)
+        for op_name in self.needy:  # each name that declares keys of its own: them, over its lines
+            at = by_name[op_name]
+            if at:
+                values = list(map(value.__getitem__, at))
+                # whether a missing or null key is allowed depends on each line's status: then the per-line test
+                if not _values_pass(values, self.own[op_name]) and not all(
+                        map(self.fast[op_name], values, map(status.__getitem__, at))):
                     return None
         self.previous = index[-1]
-        return value, name, status
+        return value, by_name, kinds
 
     def strict(self, obj: Any, n: int) -> dict:
         """:meth:`check` without the quick test (for lines that may hold NaN or Infinity)."""
