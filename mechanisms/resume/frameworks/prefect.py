@@ -11,7 +11,11 @@ engine call a worker and ``prefect flow-run retry --entrypoint`` make;
 
 - the server: ``prefect server start`` (``--no-ui --analytics-off
   --no-scheduler --no-late-runs``; ``PREFECT_HOME`` and the SQLite database
-  ``PREFECT_API_DATABASE_CONNECTION_URL`` in its folder), one per lab
+  ``PREFECT_API_DATABASE_CONNECTION_URL`` in its folder: a copy of a template
+  database Prefect's own ``prefect server database upgrade -y`` migrated once
+  per env, kept beside the env, ``<sys.prefix>/driftlab-prefect/``, as it
+  belongs to that env's release; it spares each server start its migrations,
+  about 5 s; the server still checks them at start), one per lab
   process (``<tmp>/driftlab-prefect-<its pid>/``), shared by the fork servers
   of Prefect's three rows (started under a file lock), as one Prefect server serves
   many flows: started by the first cell's ``setup()`` as a process of its own,
@@ -129,12 +133,15 @@ import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from contextlib import closing  # noqa: E402
 from typing import Any  # noqa: E402
 
+import prefect  # noqa: E402
 from prefect import flow, resume_flow_run, suspend_flow_run, task  # noqa: E402
 from prefect._internal.result_records import ResultRecord  # noqa: E402
 from prefect.cache_policies import DEFAULT  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
+from prefect.context import SettingsContext, get_settings_context  # noqa: E402
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName  # noqa: E402
 from prefect.exceptions import Abort, Pause  # noqa: E402
 from prefect.flow_engine import run_flow  # noqa: E402
@@ -162,6 +169,57 @@ def node_body(step: int, state: dict, resume: Any = None) -> dict:
     new = rt.run_node(rt.run_id, step, state, resume=resume)
     rt.point(AFTER_NODE_BEFORE_CHECKPOINT, rt.run_id, step)
     return new
+
+
+def _sqlite_url(db: Path) -> str:
+    return f"sqlite+aiosqlite:///{db}"
+
+
+#: the migrated database every server of this env starts on a copy of: beside the env (its ``sys.prefix``, a folder
+#: the lab names after the env's lock), so it is made by, and only ever used with, this env's Prefect release
+TEMPLATE = Path(sys.prefix) / "driftlab-prefect" / f"template-{prefect.__version__}.db"
+
+
+def template_db(path: Path = TEMPLATE) -> Path:
+    """A database migrated by Prefect's own documented command (``prefect server database upgrade -y``, this env's
+    Python, ``PREFECT_API_DATABASE_CONNECTION_URL`` on it), made once: under a file lock (two lab processes: one makes
+    it, the other waits and uses it), written to a temporary file and renamed only when the command succeeded and the
+    database holds its Alembic revision, so a killed build never leaves a half-made template."""
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():  # made by the holder we waited for
+            return path
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        for left in path.parent.glob(f"{path.name}.*.tmp*"):  # a killed build's (it held the lock: it is gone)
+            left.unlink(missing_ok=True)
+        env = {**os.environ, "PREFECT_API_DATABASE_CONNECTION_URL": _sqlite_url(tmp)}
+        env.pop("PREFECT_API_URL", None)
+        done = subprocess.run([sys.executable, "-m", "prefect", "server", "database", "upgrade", "-y"], env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=WAIT_S)
+        import sqlite3
+
+        with closing(sqlite3.connect(tmp)) as db:  # the command's writes all in the file itself, then checked
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            revision = db.execute("SELECT version_num FROM alembic_version").fetchall() if done.returncode == 0 \
+                and db.execute("SELECT 1 FROM sqlite_master WHERE name = 'alembic_version'").fetchone() else []
+        if len(revision) != 1:
+            tmp.unlink(missing_ok=True)
+            raise RuntimeError(f"`prefect server database upgrade` did not migrate {tmp} (exit {done.returncode}): "
+                               f"{(done.stderr or done.stdout).strip()[-300:]}")
+        for extra in ("-wal", "-shm"):
+            Path(f"{tmp}{extra}").unlink(missing_ok=True)
+        os.replace(tmp, path)
+    return path
+
+
+def server_database(folder: Path, port: int, template: Path | None = None) -> Path:
+    """The database of the server on ``port``: a copy of the migrated template of its own (one file per server)."""
+    db = folder / f"prefect-{port}.db"
+    shutil.copyfile(template or template_db(), db)
+    return db
 
 
 def _free_port() -> int:
@@ -196,6 +254,7 @@ class PrefectAdapter(Adapter):
         self.interrupt = self.graph.names[self.graph.interrupt_step]
         self._client = None
         self._url: str | None = None
+        self._settings: dict[str | None, Any] = {}
         try:  # every call renews the server's lease (setup's watchdog stops an idle server)
             self.info.with_suffix(".lease").touch(exist_ok=True)
         except OSError:
@@ -231,7 +290,7 @@ class PrefectAdapter(Adapter):
         lease = self.info.with_suffix(".lease")
         lease.touch()
         env = {**os.environ, "PREFECT_HOME": str(self.folder / "home"),
-               "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{self.folder}/prefect-{port}.db",
+               "PREFECT_API_DATABASE_CONNECTION_URL": _sqlite_url(server_database(self.folder, port)),
                "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false", "DO_NOT_TRACK": "1"}
         env.pop("PREFECT_API_URL", None)
         watch = (f'"{sys.executable}" -m prefect server start --host 127.0.0.1 --port {port} --no-ui '
@@ -251,11 +310,17 @@ class PrefectAdapter(Adapter):
         self._url = url
 
     def settings(self, run_id: str | None = None):
-        """The API of the shared server and, for a run, its result storage (every process that runs it)."""
-        updates = {PREFECT_API_URL: self.url()}
-        if run_id is not None:
-            updates[PREFECT_RESULTS_LOCAL_STORAGE_PATH] = str(self.root / run_id)
-        return temporary_settings(updates=updates)
+        """The API of the shared server and, for a run, its result storage (every process that runs it): what
+        ``temporary_settings(updates=...)`` enters, its settings made once per process and run (a call enters them
+        four or five times; each copy of Prefect's settings costs about 0.1 s)."""
+        made = self._settings.get(run_id)
+        if made is None:
+            updates = {PREFECT_API_URL: self.url()}
+            if run_id is not None:
+                updates[PREFECT_RESULTS_LOCAL_STORAGE_PATH] = str(self.root / run_id)
+            with temporary_settings(updates=updates) as made:
+                self._settings[run_id] = made
+        return SettingsContext(profile=get_settings_context().profile, settings=made)
 
     # ------------------------------------------------------------------ the flow
     def _flow(self, run_id: str):
