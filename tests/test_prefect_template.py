@@ -98,7 +98,7 @@ def test_template_migrated_and_never_half_made(tmp_path):
     assert sorted(p.name for p in template.parent.iterdir()) == ["template.db", "template.db.lock"]
 
 
-@pytest.mark.planted("driftlab_frameworks.prefect:server_database", "return db", "return template or template_db()")
+@pytest.mark.planted("driftlab_frameworks.prefect:server_database", "return db", "return template_db()")
 def test_each_server_starts_on_its_own_copy(tmp_path):
     """Two servers' databases are two copies of the env's template: each migrated, neither the template itself, and
     what one server writes is in neither the other's database nor the template.  Planted bug this catches: servers

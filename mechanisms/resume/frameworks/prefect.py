@@ -215,10 +215,10 @@ def template_db(path: Path = TEMPLATE) -> Path:
     return path
 
 
-def server_database(folder: Path, port: int, template: Path | None = None) -> Path:
+def server_database(folder: Path, port: int) -> Path:
     """The database of the server on ``port``: a copy of the migrated template of its own (one file per server)."""
     db = folder / f"prefect-{port}.db"
-    shutil.copyfile(template or template_db(), db)
+    shutil.copyfile(template_db(), db)
     return db
 
 
