@@ -79,8 +79,16 @@ def pytest_collection_modifyitems(config, items):
     """``--dist loadgroup`` sends a module marked ``xdist_group`` to one worker by the ``@group`` suffix of its tests'
     node ids.  pytest-xdist 3.8 writes the suffix to ``item._nodeid``, which pytest 9 no longer reads (a node's id is
     ``item._id``): without this, every grouped module's tests are spread over the workers one by one and each worker
-    that gets one sets the module's fixtures up again (test_nemesis_dbos's cells twice, 58 s each)."""
+    that gets one sets the module's fixtures up again (test_nemesis_dbos's cells twice, 58 s each).
+
+    With ``--plants``, only the tests that carry a planted bug run: checking the claims is a job of its own
+    (``.ci/run`` runs it after the suite), so the suite a change is tested with runs each test once."""
     from _pytest.nodeid import NodeId
+
+    if config.getoption("plants"):
+        planted = [any(True for _ in item.iter_markers("planted")) for item in items]
+        config.hook.pytest_deselected(items=[item for item, p in zip(items, planted) if not p])
+        items[:] = [item for item, p in zip(items, planted) if p]
 
     for item in items:
         wanted = vars(item).get("_nodeid")
@@ -88,9 +96,15 @@ def pytest_collection_modifyitems(config, items):
             item._id = NodeId.parse(wanted)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--plants", action="store_true",
+                     help="run only the tests that carry @pytest.mark.planted, each then rerun without its plant (the "
+                          "control) and once per plant, which must make it fail (tests/planting.py; .ci/run)")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "planted(target, old, new): the bug this test catches, planted and checked "
-                                       "after it passes (tests/planting.py)")
+                                       "after it passes by `pytest --plants` (tests/planting.py)")
 
 
 def _rerun(item, n: int) -> None:
@@ -106,9 +120,9 @@ def _rerun(item, n: int) -> None:
 
 @pytest.hookimpl(wrapper=True, trylast=True)  # inside the capture plugin's wrapper: capsys still captures
 def pytest_runtest_call(item):
-    """After a test passes, each of its planted variants must make it fail (tests/planting.py)."""
+    """With ``--plants``: after a test passes, each of its planted variants must make it fail (tests/planting.py)."""
     result = yield
-    marks = list(item.iter_markers("planted"))
+    marks = list(item.iter_markers("planted")) if item.config.getoption("plants") else []
     if marks:  # the control: a second run without any plant must pass, or a plant's failure would prove nothing
         try:
             _rerun(item, 0)
