@@ -86,9 +86,8 @@ def pytest_collection_modifyitems(config, items):
     from _pytest.nodeid import NodeId
 
     if config.getoption("plants"):
-        planted = [any(True for _ in item.iter_markers("planted")) for item in items]
-        config.hook.pytest_deselected(items=[item for item, p in zip(items, planted) if not p])
-        items[:] = [item for item, p in zip(items, planted) if p]
+        config.hook.pytest_deselected(items=[item for item in items if not item.get_closest_marker("planted")])
+        items[:] = [item for item in items if item.get_closest_marker("planted")]
 
     for item in items:
         wanted = vars(item).get("_nodeid")
