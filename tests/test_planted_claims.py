@@ -1,8 +1,8 @@
 """Every test that names the bug it catches keeps that bug planted beside it (issue 24 §9), or is listed as debt.
 
 A test's docstring that says "Bug class: ..." (or names a planted bug) is a claim.  The claim is checked by
-``pytest --plants`` (``.ci/run``) when the test carries a ``@pytest.mark.planted(...)`` marker (tests/planting.py: the bug is planted after the
-test passes, and the test must then fail) or runs its own planted variant in its body (``planted_...`` functions
+``pytest --plants`` (``.ci/run``) when the test carries a ``@pytest.mark.planted(...)`` marker (tests/planting.py:
+the bug is planted after the test passes, and the test must then fail) or runs its own planted variant in its body (``planted_...`` functions
 passed through the same check, under ``pytest.raises(AssertionError)``).  Tests written before this rule that do
 neither are listed in ``tests/data/unplanted.txt``: the list may only shrink.  Bug classes caught: a new test whose
 claim is never checked; a listed test that gained its plant but stays listed (the list then hides new debt).
