@@ -105,3 +105,53 @@ def test_race_k2():
         assert r["eo_verdict"] == ["invalid"]
     if sorted(fired) == sorted(set(fired)) and len(fired) == 3:  # prepare's, the charge and the email, once each
         assert r["eo_verdict"] == ["valid"]
+
+
+#: runs in the pydantic-graph env's Python (the adapter imports pydantic_graph, which lives there only), the adapters'
+#: folder loaded as ``driftlab_frameworks`` and the frameworks' protocol.py on the command line (an adapter's plant
+#: applies there, as in an env server; ``tests/plant_site``)
+READ = """
+import importlib.util, json, sys, threading, time
+from pathlib import Path
+F = {frameworks!r}
+spec = importlib.util.spec_from_file_location("driftlab_frameworks", F + "/__init__.py", submodule_search_locations=[F])
+pkg = importlib.util.module_from_spec(spec); sys.modules["driftlab_frameworks"] = pkg; spec.loader.exec_module(pkg)
+from driftlab_frameworks.pydantic_graph import read_snapshots
+path = Path({path!r})
+whole = json.dumps([{{"id": "a:1", "kind": "node"}}, {{"id": "b:2", "kind": "node"}}]).encode()
+path.write_bytes(whole[:7])  # a racer's rewrite, caught between its truncate and its last byte
+threading.Timer(0.2, path.write_bytes, (whole,)).start()
+got = read_snapshots(path)
+path.write_bytes(b"")  # a file no writer is finishing
+t = time.monotonic()
+try:
+    read_snapshots(path, settle=0.3)
+    stuck = None
+except json.JSONDecodeError:
+    stuck = round(time.monotonic() - t, 1)
+print(json.dumps({{"got": [s["id"] for s in got], "stuck": stuck}}))
+"""
+
+
+@pytest.mark.planted("driftlab_frameworks.pydantic_graph:read_snapshots", "if time.monotonic() >= deadline:",
+                     "if True:")
+def test_a_read_inside_a_racers_rewrite_waits_for_the_whole_file(tmp_path):
+    """pydantic-graph rewrites its file with ``Path.write_bytes`` under a lock the lab's reader does not take: the
+    reader must wait out a rewrite in progress and return the whole file, and still stop on a file that stays broken.
+    Bug class (CI, stop 37): a racer's answer read while the other racer rewrote the file stopped the run with
+    ``JSONDecodeError`` (a failure of the lab's reader, not an answer of pydantic-graph); planted: a reader that
+    gives up on the first cut read."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    from runners.resume.envs import ensure
+
+    frameworks = Path(__file__).resolve().parents[1] / "mechanisms" / "resume" / "frameworks"
+    script = READ.format(frameworks=str(frameworks), path=str(tmp_path / "pg-run.json"))
+    out = subprocess.run([str(ensure("pydantic-graph-1.107").python), "-c", script, str(frameworks / "protocol.py")],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["got"] == ["a:1", "b:2"]
+    assert got["stuck"] is not None and got["stuck"] >= 0.3

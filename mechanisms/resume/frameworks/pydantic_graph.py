@@ -38,7 +38,8 @@ its documented API (``pydantic_graph.graph.Graph``, ``BaseNode``, ``End``,
 
 The store is read (``checkpoints``, ``state``) from the JSON file as
 pydantic-graph wrote it, without its type adapter, so that a file it can no
-longer validate is still judged: one checkpoint per snapshot (``step`` = the
+longer validate is still judged (a read that lands inside a racer's rewrite of
+the file is repeated: :func:`read_snapshots`): one checkpoint per snapshot (``step`` = the
 node's index, ``values`` = the state before it; the end snapshot: every node
 done), ``created`` = the node's creation time (a field of each node: node
 snapshots carry no time of their own until they run).
@@ -159,6 +160,25 @@ def _run(node, ctx: GraphRunContext, step: int, nxt: type | None):
     return nxt() if nxt is not None else End(dict(new))
 
 
+def read_snapshots(path: Path, settle: float = 2.0) -> list[dict]:
+    """The snapshots in pydantic-graph's file (JSON, not validated), oldest first; none if there is no file.
+
+    ``FileStatePersistence`` rewrites the whole file with ``Path.write_bytes`` (truncate, then write) under its own
+    lock, which this reader does not take: a read that lands inside a concurrent racer's rewrite sees an empty or cut
+    file.  That is a view no writer meant, so the read is repeated until the bytes parse; a file that still does not
+    parse after ``settle`` seconds is not a rewrite in progress and its error stops the lab."""
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            return list(json.loads(path.read_bytes()))
+        except FileNotFoundError:
+            return []
+        except json.JSONDecodeError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
+
+
 class PydanticGraphAdapter(Adapter):
     """pydantic-graph 1.x behind the durable-runtime interface (module docstring)."""
 
@@ -267,10 +287,7 @@ class PydanticGraphAdapter(Adapter):
     # ------------------------------------------------------------------ reading
     def _snapshots(self, run_id: str) -> list[dict]:
         """The run's snapshots as pydantic-graph wrote them (JSON, not validated), oldest first."""
-        try:
-            return list(json.loads(self._file(run_id).read_bytes()))
-        except FileNotFoundError:
-            return []
+        return read_snapshots(self._file(run_id))
 
     def _step(self, snap: dict) -> int:
         if snap.get("kind") == "end":
