@@ -24,7 +24,7 @@ nothing fired), and for DBOS a workflow in ``ERROR`` (what DBOS records after a 
 and in a resume, never done.
 
 Process-heavy rows share one warm fork server per environment and adapter (:func:`server`), started once per test
-process.  The planted adapters (``tests/planted_adapters.py``, LangGraph's adapter with one bug each) must fail:
+process; an environment's rows are one xdist group (:func:`by_env`), so one test process starts it.  The planted adapters (``tests/planted_adapters.py``, LangGraph's adapter with one bug each) must fail:
 those that raise, exit, hang, answer malformed or give an undeclared refusal are refused by the env's server (the lab
 stops the run on such a reply, ``test_planted_adapter_stops_the_run``); those that move a crash point or answer a
 recovery without re-running the killed node fail the harness's own assertions.
@@ -178,7 +178,14 @@ def conform_point(d: Declared, tmp: Path, point: str, node: str, call: str) -> N
 
 
 # ---------------------------------------------------------------------------------------------- the rows
-ROWS = [pytest.param(d, point, node, call, id=f"{d.name}-{point}-{node}")
+def by_env(d: Declared):
+    """One xdist group per environment: its rows run on one worker, which starts the env's fork server (and a
+    server-backed framework's own server: Prefect's, Temporal's) once, not once per worker (about 30 worker-seconds
+    of the suite)."""
+    return pytest.mark.xdist_group(f"conformance-{d.env}")
+
+
+ROWS = [pytest.param(d, point, node, call, id=f"{d.name}-{point}-{node}", marks=by_env(d))
         for d in ADAPTERS for point, node, call in POINT_ROWS if applicable(d, point, node)]
 
 
@@ -218,7 +225,7 @@ def conform_answers(d: Declared, tmp: Path) -> None:
         assert not c.effects(label) and not c.traces(label, "node"), f"{d.name}: refused after running a node"
 
 
-@pytest.mark.parametrize("d", [pytest.param(d, id=d.name) for d in ADAPTERS])
+@pytest.mark.parametrize("d", [pytest.param(d, id=d.name, marks=by_env(d)) for d in ADAPTERS])
 def test_answer_kinds(d, tmp_path):
     """Each answer kind well formed and accepted by the server, a refusal never after a node ran, the done answer
     naming the newest saved state (the same check fails on the planted adapter OldestState:
