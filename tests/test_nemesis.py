@@ -74,22 +74,51 @@ def reachable():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def run_cells(cells: list[tuple[str, str]], scratch: Path, left) -> dict:
+    """Each (runtime, fault) cell at k = 2 in one of two forked workers, as the lab's own run does
+    (``runners.workers.run_workers``): one cell's waits (a partition's 3 s) overlap another's work.  Each cell has a
+    folder of its own; its worker answers its rows by property, its history and ``left(folder)``: what of the
+    worker's own nemesis is still there after the cell (names carry the worker's pid)."""
+    import traceback
+
+    from runners.workers import run_workers
+
+    def one(cell: tuple[str, str]):
+        runtime, fault = cell
+        folder = scratch / f"{runtime}-{fault}".replace("+", "_")
+        folder.mkdir()
+        os.chmod(folder, 0o755)
+        try:
+            rows, history = nemesis.run_one(runtime, fault, 2, folder, 1)
+            return {r["property"]: r for r in rows}, history, left(folder)
+        except Exception:  # noqa: BLE001 - said in the test process, with the worker's traceback
+            return traceback.format_exc()
+
+    out = {}
+    for cell, got in run_workers(one, cells, 2, 600):
+        assert not isinstance(got, str), f"the nemesis cell {cell} raised in its worker:\n{got}"
+        out[cell] = got
+    return out
+
+
+def _own_left(folder: Path) -> list[str]:
+    """The namespaces and postmasters of this process's nemesis (each cell removes its own)."""
+    return [n for n in _netns() if n.startswith(f"{hosts.PREFIX}{os.getpid()}-")] + \
+        [f for _, f in pgcluster._postgres_of(None) if f"{pgcluster.PREFIX}{os.getpid()}-" in f]
+
+
 @pytest.fixture(scope="module")
 def cells(netns, shared_pg_untouched) -> dict:
     """One cell per fault on the guard and on stock LangGraph, k = 2 (run once for the module)."""
     scratch = Path(tempfile.mkdtemp(prefix="nemesis-test-"))
     os.chmod(scratch, 0o755)
-    out = {}
     try:
-        for runtime in ("langgraph+guard", "langgraph"):
-            for f in nemesis.FAULTS:
-                rows, history = nemesis.run_one(runtime, f.name, 2, scratch, 1)
-                out[(runtime, f.name)] = ({r["property"]: r for r in rows}, history)
+        got = run_cells([(rt, f.name) for rt in ("langgraph+guard", "langgraph") for f in nemesis.FAULTS], scratch,
+                        _own_left)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    assert not [n for n in _netns() if n.startswith(f"{hosts.PREFIX}{os.getpid()}-")]  # each cell removed its own
-    assert not [p for p, f in pgcluster._postgres_of(None) if f"{pgcluster.PREFIX}{os.getpid()}-" in f]
-    return out
+    assert not [(cell, left) for cell, (_, _, left) in got.items() if left]  # each cell removed its own
+    return {cell: (rows, history) for cell, (rows, history, _) in got.items()}
 
 
 def _calls(history, status: str) -> list:

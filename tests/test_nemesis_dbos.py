@@ -25,7 +25,8 @@ import pytest
 
 from runners.experiment import DriftlabError
 from runners.resume import envs, hosts, nemesis, pgcluster
-from test_nemesis import _netns, _orphans, _parent, netns, reachable, shared_pg_untouched  # noqa: F401 - fixtures
+from test_nemesis import (_netns, _orphans, _parent, netns, reachable, run_cells,  # noqa: F401 - fixtures
+                         shared_pg_untouched)
 from vocabulary.resume import CONSUME, DEFAULT_GRAPH, EFFECT, TRACE
 
 pytestmark = pytest.mark.xdist_group("test_nemesis_dbos")  # one worker: its module-scoped cells run once
@@ -70,17 +71,15 @@ def _left(scratch: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def dbos_cells(netns, shared_pg_untouched) -> dict:  # noqa: F811 - the fixtures of tests/test_nemesis.py
-    """One cell per fault of :data:`FAULTS` on DBOS, k = 2 (run once for the module), and what each left."""
+    """One cell per fault of :data:`FAULTS` on DBOS, k = 2 (run once for the module, two at a time), and what each
+    left."""
     scratch = Path(tempfile.mkdtemp(prefix="nemesis-dbos-test-"))
     os.chmod(scratch, 0o755)
-    out = {}
     try:
-        for f in FAULTS:
-            rows, history = nemesis.run_one(RUNTIME, f, 2, scratch, 1)
-            out[f] = ({r["property"]: r for r in rows}, history, _left_after(scratch))
+        got = run_cells([(RUNTIME, f) for f in FAULTS], scratch, _left_after)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return out
+    return {f: got[(RUNTIME, f)] for f in FAULTS}
 
 
 def test_each_fault_lands_for_real_on_dbos(dbos_cells):
