@@ -251,3 +251,18 @@ def test_a_lost_claim_is_not_a_claim_and_the_run_finishes_once(cells):
     assert rows["EO"]["effects_fired"] == 1 and rows["EO"]["verdict"] == "valid"
     assert rows["EO"]["state_after_recovery"] == "done"
     assert [op.actor for op in _calls(history, "indeterminate")] == ["resume@h0"]
+
+
+@pytest.mark.planted("runners.resume.nemesis:ResumeNemesis.waits", 'return fault(cell.p["fault"]).heal_s > 0',
+                     'return fault(cell.p["fault"]).pause is not None')
+def test_only_the_faults_that_hold_for_a_set_time_run_in_the_waiting_lane():
+    """The partition and the paused client (alone or with a SIGKILL) hold for ``heal_s`` asleep: those cells run
+    beside the computing ones, and no other (planted bug: every fault with a point marked waiting, so a store crash
+    or a cut's cells, which compute, oversubscribe the cores)."""
+    from faults.resume.nemesis import BY_NAME
+    from runners.experiment import Cell, Options
+
+    exp = nemesis.ResumeNemesis()
+    waiting = {f for f in BY_NAME if exp.waits(Cell(exp.name, (("runtime", "langgraph"), ("fault", f), ("k", 2)), 1, 1),
+                                                Options())}
+    assert waiting == {"partition", "client_paused", "partition+sigkill", "client_paused+sigkill"}

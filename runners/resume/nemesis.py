@@ -611,6 +611,12 @@ class ResumeNemesis(Experiment):
         return [Cell(self.name, (("runtime", rt), ("fault", f.name), ("k", k)), reps, seed)
                 for rt in subjects for k in ks for f in (FAULTS if profile == "quick" else (*FAULTS, *COMBINED))]
 
+    def waits(self, cell: Cell, options: Options) -> bool:
+        """A fault that holds for a set time (``heal_s``: the partition, the paused client) is mostly asleep: its
+        cell runs in a worker of its own beside the others.  Its verdicts come from the claim the victim holds, not
+        from how fast the others go: they have the 3 s for a resume that takes milliseconds (4 ms in a quick run)."""
+        return fault(cell.p["fault"]).heal_s > 0
+
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
         p = cell.p
         scratch = Path(options.run_dir or "/tmp") / "scratch"
