@@ -31,11 +31,13 @@ def run_benchmark(name: str, bench_file: Path, args: Sequence[str], run_dir: Pat
         stale.unlink(missing_ok=True)
     tmp = (out_dir / f".{name}.{os.getpid()}.json.tmp").resolve()
     with tempfile.TemporaryDirectory(prefix=f"{name}_", dir=scratch) as work:
-        # a benchmark is timed alone: no xdist (which disables pytest-benchmark), no test time limit
-        command = [*PYTHON, "-m", "pytest", str(bench_file), "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                   "-p", "no:timeout", "--override-ini=addopts=", f"--benchmark-json={tmp}",
+        # a benchmark is timed alone, with pytest-benchmark's plugin only: no xdist (which disables
+        # pytest-benchmark), no test time limit, and none of the plugins other packages install (hypothesis's and
+        # langsmith's took 1.1 s of each child's start-up)
+        command = [*PYTHON, "-m", "pytest", str(bench_file), "-q", "-p", "pytest_benchmark.plugin",
+                   "-p", "no:cacheprovider", "--override-ini=addopts=", f"--benchmark-json={tmp}",
                    f"--benchmark-storage=file://{work}/.benchmarks", *args]
-        full_env = {k: v for k, v in child_env(**dict(env or {})).items()
+        full_env = {k: v for k, v in child_env(**{"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **dict(env or {})}).items()
                     if not k.startswith("PYTEST_XDIST")}  # set in an xdist worker: pytest-benchmark would stand down
         full_env.update(TMPDIR=work, TEMP=work, TMP=work)
         done = subprocess.run(command, cwd=work, env=full_env, capture_output=True, text=True)

@@ -78,9 +78,8 @@ class IsolationMicrobench(Experiment):
     def run_cell(self, cell: Cell, options: Options) -> dict[str, list]:
         p = cell.p
         # only pytest-benchmark's plugin and no conftest: the benchmark imports what it times, nothing else
-        data, name = run_benchmark("bench_isolation", BENCH, ["-p", "pytest_benchmark.plugin", "--noconftest",
-                                                              "--benchmark-disable-gc"],
+        data, name = run_benchmark("bench_isolation", BENCH, ["--noconftest", "--benchmark-disable-gc"],
                                    options.run_dir, options.scratch,
-                                   {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "ISOLATION_BENCH_POINTS": json.dumps(grid(p["grid"])),
+                                   {"ISOLATION_BENCH_POINTS": json.dumps(grid(p["grid"])),
                                     "ISOLATION_BENCH_ROUNDS": str(p["rounds"])})
         return records_from_json(data, cell.seed, name)
