@@ -268,6 +268,26 @@ def test_an_errored_workflow_is_failed_never_done(tmp_path):
         conform_errored(planted("ErrorReadAsDone", PLANTED_DBOS, "dbos@3.4"), tmp_path / "planted")
 
 
+@pytest.mark.planted("driftlab_frameworks.langgraph:LangGraphAdapter.recover", 'if head["state"] == DONE:',
+                     'if head["state"] in (DONE, REFUSED):')
+@pytest.mark.parametrize("d", [pytest.param(declared()[n], id=n, marks=by_env(declared()[n]))
+                               for n in ("langgraph@1.2.24", "langgraph+remit@1.2.9")])
+def test_a_recovery_of_a_thread_with_no_checkpoint_is_langgraphs_failure(d, tmp_path):
+    """A start SIGKILLed before its first checkpoint was stored (LangGraph's async durability stores it from another
+    thread, so a kill at ``before_node`` of the first node can land first) leaves a thread with nothing: the
+    recovery's ``invoke(None)`` raises LangGraph's ``EmptyInputError``, its answer (failed), never an error of the
+    lab (CI, stop 38: REMIT's row at that point).  A recovery of a run never started is that thread, every time.
+    Planted bug: an adapter that answers for LangGraph (its own refusal of a thread it finds empty, where a user's
+    ``invoke(None)`` gets LangGraph's error).  Left undeclared, the answer would stop the run: the server's rule,
+    test_planted_adapter_reply_is_an_error."""
+    c = Cell(d, tmp_path)
+    c.run = "never-started"
+    label, rec = c.op("recover")
+    assert "status" in rec, rec.get("error")
+    assert rec["status"]["state"] == "failed" and rec["status"]["reason"].startswith("EmptyInputError: "), rec
+    assert not c.effects(label) and not c.traces(label, "node")
+
+
 # ---------------------------------------------------------------------------------------------- planted adapters
 @pytest.mark.parametrize("cls,points", [("BeforeNodeLate", ("before_node",)),
                                         ("RecoverAnswersHead", ("before_node", "after_effect"))])

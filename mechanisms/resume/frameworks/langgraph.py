@@ -109,11 +109,16 @@ class LangGraphAdapter(Adapter):
 
     name = "langgraph"
     #: LangGraph's answers (issue 24 §1): a pydantic state that fails validation (``ValidationError`` from
-    #: ``invoke``/``get_state``), an update it rejects (``InvalidUpdateError``), REMIT's refusals (its README);
+    #: ``invoke``/``get_state``), ``invoke(None)`` on a thread with no checkpoint (``EmptyInputError``), an update it
+    #: rejects (``InvalidUpdateError``), REMIT's refusals (its README);
     #: and REMIT's lazy claims table: racers whose first claims meet on a fresh PostgreSQL schema race its
     #: ``CREATE TABLE IF NOT EXISTS remit_claims``, and ``langgraph_shim._remit_claims_ddl`` absorbs SQLSTATE 42P07
     #: and 23505 but not 42710 (the table's row type created by another racer), which escapes ``invoke``
     ANSWERS = (Answer(FAILED, r"\w*ValidationError: ", "LangGraph: a pydantic state schema is validated on load"),
+               Answer(FAILED, r"EmptyInputError: Received no input for ",
+                      "LangGraph: invoke(None) on a thread with no checkpoint (langgraph.errors.EmptyInputError): a "
+                      "start killed before its first checkpoint was stored, which async durability leaves to another "
+                      "thread"),
                Answer(REFUSED, r"InvalidUpdateError: ", "LangGraph: update_state rejects an unknown channel"),
                Answer(FAILED, r"InvalidUpdateError: ", "LangGraph: a node's update to an unknown channel"),
                Answer(REFUSED, r"RemitConsumeConflict: ", "REMIT: a second consumption is refused"),
