@@ -276,7 +276,7 @@ def test_a_recovery_of_a_thread_with_no_checkpoint_is_langgraphs_failure(d, tmp_
     """A start SIGKILLed before its first checkpoint was stored (LangGraph's async durability stores it from another
     thread, so a kill at ``before_node`` of the first node can land first) leaves a thread with nothing: the
     recovery's ``invoke(None)`` raises LangGraph's ``EmptyInputError``, its answer (failed), never an error of the
-    lab (CI, stop 38: REMIT's row at that point).  A recovery of a run never started is that thread, every time.
+    lab (a fresh-clone CI run on 2026-12-05: REMIT's row at that point).  A recovery of a run never started is that thread, every time.
     Planted bug: an adapter that answers for LangGraph (its own refusal of a thread it finds empty, where a user's
     ``invoke(None)`` gets LangGraph's error).  Left undeclared, the answer would stop the run: the server's rule,
     test_planted_adapter_reply_is_an_error."""
