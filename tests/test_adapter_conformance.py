@@ -180,8 +180,8 @@ def conform_point(d: Declared, tmp: Path, point: str, node: str, call: str) -> N
 # ---------------------------------------------------------------------------------------------- the rows
 def by_env(d: Declared):
     """One xdist group per environment: its rows run on one worker, which starts the env's fork server (and a
-    server-backed framework's own server: Prefect's, Temporal's) once, not once per worker (about 30 worker-seconds
-    of the suite)."""
+    server-backed framework's own server: Prefect's, Temporal's) once, not once per worker (the module took 38
+    worker-seconds less on 2026-12-05)."""
     return pytest.mark.xdist_group(f"conformance-{d.env}")
 
 
@@ -276,7 +276,8 @@ def test_a_recovery_of_a_thread_with_no_checkpoint_is_langgraphs_failure(d, tmp_
     """A start SIGKILLed before its first checkpoint was stored (LangGraph's async durability stores it from another
     thread, so a kill at ``before_node`` of the first node can land first) leaves a thread with nothing: the
     recovery's ``invoke(None)`` raises LangGraph's ``EmptyInputError``, its answer (failed), never an error of the
-    lab (a fresh-clone CI run on 2026-12-05: REMIT's row at that point).  A recovery of a run never started is that thread, every time.
+    lab (a fresh-clone CI run on 2026-12-05: REMIT's row at that point).  A recovery of a run never started is that
+    thread, every time.
     Planted bug: an adapter that answers for LangGraph (its own refusal of a thread it finds empty, where a user's
     ``invoke(None)`` gets LangGraph's error).  Left undeclared, the answer would stop the run: the server's rule,
     test_planted_adapter_reply_is_an_error."""

@@ -74,7 +74,7 @@ def reachable():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_cells(cells: list[tuple[str, str]], scratch: Path, left) -> dict:
+def run_nemesis_cells(cells: list[tuple[str, str]], scratch: Path, left) -> dict:
     """Each (runtime, fault) cell at k = 2 in one of two forked workers, as the lab's own run does
     (``runners.workers.run_workers``): one cell's waits (a partition's 3 s) overlap another's work.  Each cell has a
     folder of its own; its worker answers its rows by property, its history and ``left(folder)``: what of the
@@ -113,8 +113,8 @@ def cells(netns, shared_pg_untouched) -> dict:
     scratch = Path(tempfile.mkdtemp(prefix="nemesis-test-"))
     os.chmod(scratch, 0o755)
     try:
-        got = run_cells([(rt, f.name) for rt in ("langgraph+guard", "langgraph") for f in nemesis.FAULTS], scratch,
-                        _own_left)
+        got = run_nemesis_cells([(rt, f.name) for rt in ("langgraph+guard", "langgraph") for f in nemesis.FAULTS],
+                                scratch, _own_left)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     assert not [(cell, left) for cell, (_, _, left) in got.items() if left]  # each cell removed its own

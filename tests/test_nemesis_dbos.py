@@ -25,8 +25,8 @@ import pytest
 
 from runners.experiment import DriftlabError
 from runners.resume import envs, hosts, nemesis, pgcluster
-from test_nemesis import (_netns, _orphans, _parent, netns, reachable, run_cells,  # noqa: F401 - fixtures
-                         shared_pg_untouched)
+from test_nemesis import (_netns, _orphans, _parent, netns, reachable, run_nemesis_cells,  # noqa: F401
+                         shared_pg_untouched)  # the fixtures of tests/test_nemesis.py
 from vocabulary.resume import CONSUME, DEFAULT_GRAPH, EFFECT, TRACE
 
 pytestmark = pytest.mark.xdist_group("test_nemesis_dbos")  # one worker: its module-scoped cells run once
@@ -76,7 +76,7 @@ def dbos_cells(netns, shared_pg_untouched) -> dict:  # noqa: F811 - the fixtures
     scratch = Path(tempfile.mkdtemp(prefix="nemesis-dbos-test-"))
     os.chmod(scratch, 0o755)
     try:
-        got = run_cells([(RUNTIME, f) for f in FAULTS], scratch, _left_after)
+        got = run_nemesis_cells([(RUNTIME, f) for f in FAULTS], scratch, _left_after)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return {f: got[(RUNTIME, f)] for f in FAULTS}

@@ -1,8 +1,8 @@
 """``resume_profile`` judges the executions ``resume_faults`` made of the same fault cells in the same run
 (``runners/resume/profile.py``: :func:`executed`), and executes a cell itself where there is none.
 
-Real fault cells (a SIGKILL after the gated effect, a recovery in a new process) on the lab's ``sequencer`` and
-stock LangGraph, on SQLite.
+Real fault cells (a SIGKILL after the gated effect, a recovery in a new process) on the lab's ``sequencer``, on
+SQLite.
 """
 from __future__ import annotations
 

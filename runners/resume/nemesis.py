@@ -614,7 +614,8 @@ class ResumeNemesis(Experiment):
     def waits(self, cell: Cell, options: Options) -> bool:
         """A fault that holds for a set time (``heal_s``: the partition, the paused client) is mostly asleep: its
         cell runs in a worker of its own beside the others.  Its verdicts come from the claim the victim holds, not
-        from how fast the others go: they have the 3 s for a resume that takes milliseconds (4 ms in a quick run)."""
+        from how fast the others go: they have the 3 s for a resume that takes milliseconds (4 ms in a quick run
+        on 2026-12-05)."""
         return fault(cell.p["fault"]).heal_s > 0
 
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
