@@ -24,6 +24,11 @@ from runners.experiment import Options
 from runners.resume import lazyfs
 from runners.resume.powerloss import ResumePowerloss
 
+#: one xdist worker for every test that mounts the lazy file system: a run's check removes, machine-wide, any
+#: mount whose server is gone (lazyfs.leftovers), so a test that leaves one on purpose
+#: (test_powerloss_cleanup) must never run beside another that starts a run
+pytestmark = pytest.mark.xdist_group("powerloss")
+
 REPO = Path(__file__).resolve().parent.parent
 WATCH = ("runners.resume.lazyfs:Mount.start", '"DRIFTLAB_LAZYFS_PARENT": str(os.getpid())',
          '"DRIFTLAB_LAZYFS_PARENT": ""')  # the server told no parent to watch: it outlives the lab

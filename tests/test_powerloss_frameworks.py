@@ -14,6 +14,11 @@ import pytest
 from runners.experiment import Options
 from runners.resume import lazyfs, powerloss
 
+#: one xdist worker for every test that mounts the lazy file system: a run's check removes, machine-wide, any
+#: mount whose server is gone (lazyfs.leftovers), so a test that leaves one on purpose
+#: (test_powerloss_cleanup) must never run beside another that starts a run
+pytestmark = pytest.mark.xdist_group("powerloss")
+
 
 @pytest.mark.planted("runners.resume.powerloss:env_point",
                      'return target, (f"no checkpoint of act to lose after its save: {why}" if why else "")',
