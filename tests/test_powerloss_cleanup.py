@@ -25,8 +25,8 @@ from runners.resume import lazyfs
 from runners.resume.powerloss import ResumePowerloss
 
 #: one xdist worker for every test that mounts the lazy file system: a run's check removes, machine-wide, any
-#: mount whose server is gone (lazyfs.leftovers), so a test that leaves one on purpose
-#: (test_powerloss_cleanup) must never run beside another that starts a run
+#: mount whose server is gone (lazyfs.leftovers), so this module's tests, which leave one on purpose, must never
+#: run beside another that starts a run
 pytestmark = pytest.mark.xdist_group("powerloss")
 
 REPO = Path(__file__).resolve().parent.parent

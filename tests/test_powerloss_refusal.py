@@ -15,9 +15,7 @@ import pytest
 from runners.experiment import DriftlabError, Options
 from runners.resume import lazyfs, powerloss
 
-#: one xdist worker for every test that mounts the lazy file system: a run's check removes, machine-wide, any
-#: mount whose server is gone (lazyfs.leftovers), so a test that leaves one on purpose
-#: (test_powerloss_cleanup) must never run beside another that starts a run
+#: one xdist worker for the tests that mount the lazy file system (why: tests/test_powerloss_cleanup.py)
 pytestmark = pytest.mark.xdist_group("powerloss")
 
 REQ = "runners.resume.lazyfs:requirements"
