@@ -99,7 +99,7 @@ def check_run_folder(run_dir: Path, artifacts: list[Artifact]) -> None:
         raise RecordsError(f"{run_dir}/records: holds no experiment's records")
     for name in present:
         if name not in known:
-            raise RecordsError(f"{run_dir}/records/{name}: not an experiment of this driftlab ({', '.join(sorted(known))})")
+            raise RecordsError(f"{run_dir}/records/{name}: not an experiment of this driftlab (`driftlab list` names them)")
         if not any((run_dir / "records" / name).glob("*.parquet")):
             raise RecordsError(f"{run_dir}/records/{name}: holds no records (no .parquet file)")
 

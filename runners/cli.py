@@ -144,7 +144,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from runners.engine import all_artifacts, draw_in_workers
 
     run_dir = Path(args.run_dir).resolve()  # `data/runs/latest` -> the run's own folder name
-    sections = analyze(run_dir, all_artifacts(), draw_in_workers)
+    sections = analyze(run_dir, all_artifacts(run_dir), draw_in_workers)
     print(f"driftlab: rebuilt {len(sections)} artifact(s) and {run_dir / 'report.md'}", file=sys.stderr)
     return 0
 

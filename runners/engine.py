@@ -91,8 +91,12 @@ def artifacts_of(experiment: Experiment) -> list[Artifact]:
     return [a if a.experiment else replace(a, experiment=experiment.name) for a in experiment.artifacts]
 
 
-def all_artifacts() -> list[Artifact]:
-    return [a for e in EXPERIMENTS.values() for a in artifacts_of(e)]
+def all_artifacts(run_dir: Path | None = None) -> list[Artifact]:
+    """Every experiment's artifacts; given a run folder, only those of the experiments with records in it, so that
+    analysing one family's run imports no other family (the resume family's modules import LangGraph and the guard:
+    about a second of every command)."""
+    names = [n for n in EXPERIMENTS if run_dir is None or (Path(run_dir) / "records" / n).is_dir()]
+    return [a for n in names for a in artifacts_of(EXPERIMENTS[n])]
 
 
 def draw_in_workers(jobs: list, workers: int = 2) -> list[list[Path]]:
@@ -451,5 +455,5 @@ def run(request: Request) -> Path:
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)
         write_provenance(run_dir, profile=request.profile, seed=request.seed, jobs=request.jobs, experiments=done,
                          resumed=resumed, executor=request.executor)
-        analyze(run_dir, all_artifacts(), draw_in_workers)
+        analyze(run_dir, all_artifacts(run_dir), draw_in_workers)
     return run_dir

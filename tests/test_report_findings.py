@@ -29,8 +29,8 @@ def driftlab(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.planted("runners.engine:all_artifacts",  # a new artifact registered, no question written for it
-                     "return [a for e in EXPERIMENTS.values() for a in artifacts_of(e)]",
-                     "return [a for e in EXPERIMENTS.values() for a in artifacts_of(e)] + [__import__('dataclasses')"
+                     "return [a for n in names for a in artifacts_of(EXPERIMENTS[n])]",
+                     "return [a for n in names for a in artifacts_of(EXPERIMENTS[n])] + [__import__('dataclasses')"
                      ".replace(a, name=a.name + '_new') for a in artifacts_of(next(iter(EXPERIMENTS.values())))][:1]")
 def test_every_artifact_opens_with_a_question():
     """Bug class: a new artifact whose report section does not say which question it answers."""

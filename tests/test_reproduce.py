@@ -73,24 +73,6 @@ def test_quick_profile_end_to_end(tmp_path):
     assert (out / "report.md").read_text() == report
 
 
-def test_same_seed_same_records(tmp_path):
-    runs = []
-    for name in ("a", "b"):
-        result = driftlab("reproduce", "--only", "revalidation_outcomes", "--repetitions", "3", "--seed", "7",
-                          "--out", str(tmp_path / name), "--quiet")
-        assert result.returncode == 0, result.stderr
-        runs.append(untimed(load_records(tmp_path / name, "revalidation_outcomes")))
-    pd.testing.assert_frame_equal(runs[0], runs[1])
-    # another seed, on a slice of the same grid (a run's cost is its cells: one parquet file each): every one of the
-    # slice's executions gets another seed
-    other = driftlab("reproduce", "--only", "revalidation_outcomes", "--repetitions", "3", "--seed", "8",
-                     "--workloads", "refund", "--mechanisms", "ATR", "--out", str(tmp_path / "c"), "--quiet")
-    assert other.returncode == 0, other.stderr
-    both = untimed(load_records(tmp_path / "c", "revalidation_outcomes")).merge(
-        runs[0], on=["cell", "repetition"], suffixes=("", "_seed7"))
-    assert len(both) == 5 * 7 * 3 and (both["seed"] != both["seed_seed7"]).all()
-
-
 #: The kill tests' run: one workload's 140 cells (4 mechanisms x 5 mutation classes x 7 schedules) at 10 repetitions.
 #: A kill lands after 30 cells are on disk, with 110 still to run; cells take milliseconds each, so 30 <= finished < 140.
 SMALL_RUN = ("--only", "revalidation_outcomes", "--workloads", "refund", "--repetitions", "10", "--jobs", "2")
@@ -98,6 +80,9 @@ SMALL_CELLS, SMALL_REPS = 4 * 5 * 7, 10
 
 
 def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
+    """A run SIGKILLed mid-run, then run again, equals record for record an uninterrupted run of the same seed: the
+    cells each process computed agree with another process's (same seed, same records); another seed gives every
+    execution of a slice of the grid another seed."""
     args = ["reproduce", *SMALL_RUN, "--seed", "11", "--quiet"]
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-m", "runners.cli", *args, "--out", str(killed)], cwd=REPO,
@@ -123,6 +108,13 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_tables(tmp_path):
     pd.testing.assert_frame_equal(untimed(got), untimed(load_records(tmp_path / "whole", "revalidation_outcomes")))
     for table in ("revalidation_outcomes.csv",):
         assert (killed / "tables" / table).read_text() == (tmp_path / "whole" / "tables" / table).read_text()
+    # another seed, on a slice of the same grid (a run's cost is its cells: one parquet file each)
+    other = driftlab("reproduce", *SMALL_RUN, "--seed", "12", "--mechanisms", "ATR", "--out", str(tmp_path / "other"),
+                     "--quiet")
+    assert other.returncode == 0, other.stderr
+    both = untimed(load_records(tmp_path / "other", "revalidation_outcomes")).merge(
+        untimed(got), on=["cell", "repetition"], suffixes=("", "_seed11"))
+    assert len(both) == 5 * 7 * SMALL_REPS and (both["seed"] != both["seed_seed11"]).all()
 
 
 def test_ctrl_c_keeps_finished_cells_and_says_how_to_go_on(tmp_path):
@@ -213,3 +205,16 @@ def test_run_identity_does_not_depend_on_where_the_clone_lives():
     manifest = identity(Request(("revalidation_outcomes",), options=Options()))
     assert manifest["scenario_files"] and not any(Path(k).is_absolute() for k in manifest["scenario_files"])
     assert "revalidation/workloads/refund.toml" in manifest["scenario_files"]
+
+
+@pytest.mark.planted("runners.engine:all_artifacts", "if run_dir is None or (", "if True or (")
+def test_analysing_one_familys_run_imports_no_other_family(tmp_path):
+    """Bug class: every `reproduce` and `analyze` imports every experiment, so a revalidation run pays for the
+    resume family's imports (LangGraph, the guard): about a second of each command, for nothing."""
+    (tmp_path / "records" / "revalidation_outcomes").mkdir(parents=True)
+    code = ("import sys; from pathlib import Path; from runners.engine import all_artifacts; "
+            f"names = {{a.experiment for a in all_artifacts(Path({str(tmp_path)!r}))}}; "
+            "print(sorted(names), sorted(m for m in sys.modules if m.startswith(('runners.resume', 'driftlab_guard'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['revalidation_outcomes'] []", done.stdout
