@@ -156,6 +156,27 @@ def test_server_learns_what_its_children_imported_and_survives_what_it_cannot_im
     assert server.unlearnable == {"driftlab_not_importable"} and server.learned == []
 
 
+@pytest.mark.planted("mechanisms.resume.frameworks:lock_problems", "locked = _locked(lock.read_text())",
+                     "locked = lock_problems.__dict__.setdefault(str(lock), _locked(lock.read_text()))")
+def test_an_edited_lock_is_read_again_in_the_same_process(tmp_path):
+    """Bug class: the parsed-lock cache (``_locked``) keyed on the file instead of its content, so a lock rewritten
+    within one process (``driftlab env add``, a user's ``uv lock``) is judged by the pins it held before."""
+    import tomllib
+
+    from mechanisms.resume.frameworks import lock_problems
+
+    src = Path(__file__).resolve().parents[1] / "data" / "envs" / "langgraph-1.2.24"
+    (tmp_path / "pyproject.toml").write_text((src / "pyproject.toml").read_text())
+    doc = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    lock = (src / "uv.lock").read_text()
+    (tmp_path / "uv.lock").write_text(lock)
+    assert lock_problems(tmp_path / "pyproject.toml", doc) == []
+    (tmp_path / "uv.lock").write_text(lock.replace('name = "langgraph"\nversion = "1.2.24"',
+                                                   'name = "langgraph"\nversion = "1.2.23"', 1))
+    assert any("langgraph==1.2.24 is not what uv.lock holds (langgraph 1.2.23)" in p
+               for p in lock_problems(tmp_path / "pyproject.toml", doc))
+
+
 # ---------------------------------------------------------------------------------------------- the environments
 @pytest.mark.planted("runners.resume.envs:folder_of",
                      'hashlib.sha256(lock + "\\0".join(SYNC).encode())',
