@@ -32,6 +32,7 @@ import psutil
 
 from analysis.artifact import Artifact
 from analysis.pipeline import check_layout, json_kind, writable
+from analysis.records import experiments_in
 from mechanisms import family_of_name
 from runners.execute import pending, run_cells
 from runners.experiment import Cell, DriftlabError, Experiment, Options
@@ -95,7 +96,8 @@ def all_artifacts(run_dir: Path | None = None) -> list[Artifact]:
     """Every experiment's artifacts; given a run folder, only those of the experiments with records in it, so that
     analysing one family's run imports no other family (the resume family's modules import LangGraph and the guard:
     about a second of every command)."""
-    names = [n for n in EXPERIMENTS if run_dir is None or (Path(run_dir) / "records" / n).is_dir()]
+    present = set(EXPERIMENTS if run_dir is None else experiments_in(run_dir))
+    names = [n for n in EXPERIMENTS if n in present]
     return [a for n in names for a in artifacts_of(EXPERIMENTS[n])]
 
 

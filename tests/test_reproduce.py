@@ -207,7 +207,8 @@ def test_run_identity_does_not_depend_on_where_the_clone_lives():
     assert "revalidation/workloads/refund.toml" in manifest["scenario_files"]
 
 
-@pytest.mark.planted("runners.engine:all_artifacts", "if run_dir is None or (", "if True or (")
+@pytest.mark.planted("runners.engine:all_artifacts", "EXPERIMENTS if run_dir is None else experiments_in(run_dir)",
+                     "EXPERIMENTS")
 def test_analysing_one_familys_run_imports_no_other_family(tmp_path):
     """Bug class: every `reproduce` and `analyze` imports every experiment, so a revalidation run pays for the
     resume family's imports (LangGraph, the guard): about a second of each command, for nothing."""
