@@ -78,16 +78,20 @@ def run_nemesis_cells(cells: list[tuple[str, str]], scratch: Path, left) -> dict
     """Each (runtime, fault) cell at k = 2 in one of two forked workers, as the lab's own run does
     (``runners.workers.run_workers``): one cell's waits (a partition's 3 s) overlap another's work.  Each cell has a
     folder of its own; its worker answers its rows by property, its history and ``left(folder)``: what of the
-    worker's own nemesis is still there after the cell (names carry the worker's pid)."""
+    worker's own nemesis is still there after the cell (names carry the worker's pid).  The cells share one
+    initdb'd template, as a run's workers do: each folder gets a copy of it."""
     import traceback
 
     from runners.workers import run_workers
+
+    pgcluster.template(scratch)
 
     def one(cell: tuple[str, str]):
         runtime, fault = cell
         folder = scratch / f"{runtime}-{fault}".replace("+", "_")
         folder.mkdir()
         os.chmod(folder, 0o755)
+        subprocess.run(["cp", "-a", *map(str, scratch.glob(f"{pgcluster.PREFIX}template*")), str(folder)], check=True)
         try:
             rows, history = nemesis.run_one(runtime, fault, 2, folder, 1)
             return {r["property"]: r for r in rows}, history, left(folder)

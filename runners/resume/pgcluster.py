@@ -11,8 +11,8 @@ for the lab's 10.213.0.0/16 only) and on a Unix socket in its own folder
 (what the lab's driver and the proxies use, so a partition never cuts the
 lab's own view of the store).
 
-``initdb`` runs once per process into a template folder; each cell copies the
-template (a few milliseconds) and starts it.  :meth:`Cluster.crash` is the
+``initdb`` runs once per run (per scratch folder) into a template folder; each
+cell copies it (``cp -a``, a few milliseconds) and starts it.  :meth:`Cluster.crash` is the
 store-crash fault: SIGKILL of the postmaster (its backends notice and exit),
 and :meth:`Cluster.restart` starts it again on the same folder, so
 PostgreSQL replays its WAL (crash recovery) before it accepts connections.
@@ -22,6 +22,7 @@ PostgreSQL replays its WAL (crash recovery) before it accepts connections.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import pwd
 import re
@@ -70,28 +71,33 @@ def _chown(path: Path) -> None:
             os.chown(os.path.join(root, f), u.pw_uid, u.pw_gid)
 
 
-_TEMPLATE: dict[int, Path] = {}
-
-
 def template(scratch: Path) -> Path:
-    """This process's initdb'd folder (made once): stock settings, trust for the lab's link range only."""
-    if os.getpid() in _TEMPLATE and _TEMPLATE[os.getpid()].exists():
-        return _TEMPLATE[os.getpid()]
-    folder = scratch / f"{PREFIX}{os.getpid()}-template"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    _chown(folder)
-    for parent in folder.parents:  # the postgres user must reach the folder
-        if parent == Path("/"):
-            break
-        mode = parent.stat().st_mode
-        if not mode & 0o001:
-            raise ClusterError(f"the postgres user cannot enter {parent} (the run's scratch folder's parent)")
-    _as_postgres(str(BIN / "initdb"), "-D", str(folder), "-U", USER, "--auth-local=trust", "--auth-host=reject",
-                 "-E", "UTF8", "--locale=C", "--no-instructions")
-    with open(folder / "pg_hba.conf", "w") as f:
-        f.write("local all all trust\nhost all all 10.213.0.0/16 trust\n")
-    _TEMPLATE[os.getpid()] = folder
+    """The scratch folder's initdb'd folder (stock settings, trust for the lab's link range only, owned by the
+    postgres user), made once by the first process that asks; the run's other workers wait on its lock.  A maker
+    killed halfway leaves no ``.made`` mark, so the next one makes it again."""
+    folder, made = scratch / f"{PREFIX}template", scratch / f"{PREFIX}template.made"
+    if made.exists():
+        return folder
+    scratch.mkdir(parents=True, exist_ok=True)
+    with open(scratch / f"{PREFIX}template.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if made.exists():
+            return folder
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        _chown(folder)
+        for parent in folder.parents:  # the postgres user must reach the folder
+            if parent == Path("/"):
+                break
+            mode = parent.stat().st_mode
+            if not mode & 0o001:
+                raise ClusterError(f"the postgres user cannot enter {parent} (the run's scratch folder's parent)")
+        _as_postgres(str(BIN / "initdb"), "-D", str(folder), "-U", USER, "--auth-local=trust", "--auth-host=reject",
+                     "-E", "UTF8", "--locale=C", "--no-instructions")
+        with open(folder / "pg_hba.conf", "w") as f:
+            f.write("local all all trust\nhost all all 10.213.0.0/16 trust\n")
+        _chown(folder)
+        made.touch()
     return folder
 
 
@@ -107,8 +113,7 @@ class Cluster:
     def __init__(self, scratch: Path, listen: list[str], tag: str):
         self.folder = scratch / f"{PREFIX}{os.getpid()}-{tag}"
         shutil.rmtree(self.folder, ignore_errors=True)
-        shutil.copytree(template(scratch), self.folder)
-        _chown(self.folder)
+        subprocess.run(["cp", "-a", str(template(scratch)), str(self.folder)], check=True, capture_output=True)
         os.chmod(self.folder, 0o700)
         self.port, self.listen = _free_port(), listen
         self.sockets = self.folder  # the Unix socket's folder: a short one of its own if the path would be too long
@@ -147,12 +152,20 @@ class Cluster:
 
     def crash(self) -> int:
         """The store-crash fault: SIGKILL the postmaster; wait until it and its backends are gone.  Its pid."""
+        from runners.resume.hosts import _alive
+
         pid = self.postmaster()
         os.kill(pid, signal.SIGKILL)
         self.crashes += 1
         deadline = time.monotonic() + START_S
-        while _postgres_of(self.folder) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while (_alive(pid) or _postgres_of(self.folder)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not _alive(pid):
+            # its lock files name a dead postmaster, which the restart would take for a live one until the machine's
+            # init reaps it (this machine kind's init takes about 1.3 s): PostgreSQL replaces such stale files itself
+            # once the pid is gone, and reads whether to run crash recovery from pg_control, not from them
+            (self.folder / "postmaster.pid").unlink(missing_ok=True)
+            (self.sockets / f".s.PGSQL.{self.port}.lock").unlink(missing_ok=True)
         return pid
 
     def restart(self) -> None:
@@ -165,11 +178,19 @@ class Cluster:
         return "database system was interrupted" in log or "was not properly shut down" in log
 
     def close(self) -> None:
-        if (self.folder / "postmaster.pid").exists():
-            try:
-                _as_postgres(str(BIN / "pg_ctl"), "-D", str(self.folder), "-m", "immediate", "-w", "stop", timeout=30)
-            except (ClusterError, subprocess.SubprocessError):
-                _kill_folder(self.folder)
+        """PostgreSQL's immediate shutdown (SIGQUIT to the postmaster, what ``pg_ctl -m immediate stop`` sends),
+        waited for here in 10 ms steps (pg_ctl polls in 100 ms ones); what outlives it is SIGKILLed."""
+        from runners.resume.hosts import _alive
+
+        try:
+            pid = self.postmaster()
+            os.kill(pid, signal.SIGQUIT)
+        except (OSError, ValueError, IndexError):
+            pid = None
+        deadline = time.monotonic() + 30
+        while pid and (_alive(pid) or _postgres_of(self.folder)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        _kill_folder(self.folder)
         shutil.rmtree(self.folder, ignore_errors=True)
         if self.sockets != self.folder:
             shutil.rmtree(self.sockets, ignore_errors=True)

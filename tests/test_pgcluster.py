@@ -1,0 +1,67 @@
+"""The nemesis's private PostgreSQL cluster (``runners/resume/pgcluster.py``): its template and its store crash.
+
+A run's workers copy one initdb'd template (a half-made one, left by a maker
+that was killed, is made again), and the store-crash fault leaves no lock
+file that names the dead postmaster, so the restart runs PostgreSQL's crash
+recovery at once instead of waiting for this machine's init to reap the
+dead process.  Needs root and PostgreSQL 15's binaries: skipped otherwise,
+failed instead with ``DRIFTLAB_REQUIRE_NETNS=1`` (set by ``.ci/run``).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from runners.resume import pgcluster
+
+
+@pytest.fixture
+def scratch():
+    missing = pgcluster.requirements() or ("" if os.geteuid() == 0 else "not root")
+    if missing:
+        if os.environ.get("DRIFTLAB_REQUIRE_NETNS") == "1":
+            pytest.fail(f"the private cluster cannot run here: {missing} (DRIFTLAB_REQUIRE_NETNS=1)")
+        pytest.skip(f"the private cluster needs root and PostgreSQL 15: {missing}")
+    folder = Path(tempfile.mkdtemp(prefix="pgcluster-test-"))
+    os.chmod(folder, 0o755)  # the postgres user must enter it
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _answers(cluster: pgcluster.Cluster) -> int:
+    with psycopg.connect(cluster.dsn(), autocommit=True) as conn:
+        return conn.execute("SELECT 1").fetchone()[0]
+
+
+@pytest.mark.planted("runners.resume.pgcluster:template", "    if made.exists():\n        return folder",
+                     "    if folder.exists():\n        return folder")  # a half-made template taken as made
+def test_a_half_made_template_is_made_again(scratch):
+    """A template folder without its ``.made`` mark (its maker was killed mid-initdb) is made again, and a cluster
+    copied from it starts (planted bug: the folder's existence taken for a finished template, so every cell of the
+    run copies a broken data folder and the lab stops)."""
+    for left in scratch.glob(f"{pgcluster.PREFIX}template*"):  # a rerun starts from a half-made template again
+        shutil.rmtree(left) if left.is_dir() else left.unlink()
+    (scratch / f"{pgcluster.PREFIX}template").mkdir()
+    with pgcluster.Cluster(scratch, ["127.0.0.1"], "half") as cluster:
+        assert _answers(cluster) == 1
+
+
+@pytest.mark.planted("runners.resume.pgcluster:Cluster.crash", '(self.folder / "postmaster.pid").unlink(missing_ok=True)',
+                     "pass")  # the dead postmaster's lock file kept
+def test_a_store_crash_leaves_no_lock_file_naming_the_dead_postmaster_and_the_restart_recovers(scratch):
+    """After the SIGKILL of the postmaster, no lock file names it (planted bug: the stale ``postmaster.pid`` kept,
+    so every restart fails until the machine's init reaps the dead process); the restart runs PostgreSQL's crash
+    recovery and the cluster answers again."""
+    with pgcluster.Cluster(scratch, ["127.0.0.1"], "crash") as cluster:
+        assert _answers(cluster) == 1
+        dead = cluster.crash()
+        assert not (cluster.folder / "postmaster.pid").exists()
+        cluster.restart()
+        assert cluster.postmaster() != dead and cluster.recovered() and _answers(cluster) == 1
+        folder = cluster.folder
+    assert not folder.exists() and not pgcluster._postgres_of(folder)  # close stopped it and removed its folder
