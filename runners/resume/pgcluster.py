@@ -113,7 +113,9 @@ class Cluster:
     def __init__(self, scratch: Path, listen: list[str], tag: str):
         self.folder = scratch / f"{PREFIX}{os.getpid()}-{tag}"
         shutil.rmtree(self.folder, ignore_errors=True)
-        subprocess.run(["cp", "-a", str(template(scratch)), str(self.folder)], check=True, capture_output=True)
+        copied = subprocess.run(["cp", "-a", str(template(scratch)), str(self.folder)], capture_output=True, text=True)
+        if copied.returncode:
+            raise ClusterError(f"cp -a of the template: {copied.stderr.strip()}")
         os.chmod(self.folder, 0o700)
         self.port, self.listen = _free_port(), listen
         self.sockets = self.folder  # the Unix socket's folder: a short one of its own if the path would be too long
