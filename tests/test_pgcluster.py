@@ -9,28 +9,18 @@ failed instead with ``DRIFTLAB_REQUIRE_NETNS=1`` (set by ``.ci/run``).
 """
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from runners.resume import pgcluster
+from test_nemesis import netns, reachable  # noqa: F401 - root and PostgreSQL 15, or skip; a folder postgres enters
 
 
 @pytest.fixture
-def scratch():
-    missing = pgcluster.requirements() or ("" if os.geteuid() == 0 else "not root")
-    if missing:
-        if os.environ.get("DRIFTLAB_REQUIRE_NETNS") == "1":
-            pytest.fail(f"the private cluster cannot run here: {missing} (DRIFTLAB_REQUIRE_NETNS=1)")
-        pytest.skip(f"the private cluster needs root and PostgreSQL 15: {missing}")
-    folder = Path(tempfile.mkdtemp(prefix="pgcluster-test-"))
-    os.chmod(folder, 0o755)  # the postgres user must enter it
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+def scratch(netns, reachable):  # noqa: F811
+    return reachable
 
 
 def _answers(cluster: pgcluster.Cluster) -> int:
