@@ -102,8 +102,7 @@ def pytest_xdist_auto_num_workers(config):
     recoveries after a SIGKILL.  On a 2-core machine of the CI kind (2026-12-05, busy cores from /proc/stat): one
     process per core, 295, 284 and 293 s with 1.45-1.48 cores busy; two per core, 237 and 244 s with 1.85-1.90 busy.
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` (xdist's own setting) still wins; ``-n N`` never asks."""
-    env = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
-    if env:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # pytest-xdist's own hook reads it
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return 2 * cores
