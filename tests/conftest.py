@@ -104,8 +104,7 @@ def pytest_xdist_auto_num_workers(config):
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` (xdist's own setting) still wins; ``-n N`` never asks."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # pytest-xdist's own hook reads it
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return 2 * cores
+    return 2 * (os.cpu_count() or 1)  # cores as the lab counts them (`--jobs`' default)
 
 
 def pytest_addoption(parser):
