@@ -1,7 +1,7 @@
 """The nemesis on DBOS (issue 25 §4): DBOS 3.4 with its PostgreSQL system database, each resumer on a host of its own.
 
-Three cells at k = 2 on ``dbos@3.4`` (its own locked environment, served by an env server that each resumer starts
-inside its host): a partition and a store crash while the victim's call stands at ``after_resume_consumed`` inside
+Three cells at k = 2 on ``dbos@3.4`` (its own locked environment, each resumer served by a hosted server that the
+worker's warm env server forks and that enters the resumer's host): a partition and a store crash while the victim's call stands at ``after_resume_consumed`` inside
 its env server, and a cut after the commit of DBOS's claim (its dequeue, ``UPDATE workflow_status SET status=...,
 executor_id=...``).  Each is checked for the fault's own evidence, for verdicts that are the family's checkers on
 the cell's history and agree with the effect ledger's count, and for what it leaves: no namespace, link, proxy,
@@ -12,6 +12,7 @@ without the first two, failed instead with ``DRIFTLAB_REQUIRE_NETNS=1`` (set by 
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -36,8 +37,8 @@ FAULTS = ("partition", "cut_at_commit", "store_crash")
 
 
 def _left_after(scratch: Path, timeout: float = 10.0) -> list[str]:
-    """:func:`_left`, once what was killed has had ``timeout`` to go (an env server dies with its resumer, by
-    PR_SET_PDEATHSIG, a moment after it)."""
+    """:func:`_left`, once what was killed has had ``timeout`` to go (a hosted server ends a moment after its
+    resumer, when it reads the end of its socket)."""
     deadline = time.monotonic() + timeout
     while _left(scratch) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -46,7 +47,7 @@ def _left_after(scratch: Path, timeout: float = 10.0) -> list[str]:
 
 def _left(scratch: Path) -> list[str]:
     """What of this process's nemesis still exists: namespaces, links, postmasters, proxies, resumers, pause folders,
-    and env servers whose resumer is gone."""
+    env servers whose parent is gone, and hosted servers (or calls) of this process's warm env server."""
     mine = os.getpid()
     out = [f"netns {n}" for n in _netns() if n.startswith(f"{hosts.PREFIX}{mine}-")]
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
@@ -66,6 +67,8 @@ def _left(scratch: Path) -> list[str]:
             out.append(f"{entry.name} {comm}")
         if "frameworks/protocol.py" in cmd and (parent in (None, 1) or not hosts._alive(parent)):
             out.append(f"env server {entry.name} without its parent")
+        elif "frameworks/protocol.py" in cmd and parent != mine and _parent(parent) == mine:
+            out.append(f"hosted server or call {entry.name} of the warm env server {parent}")
     return out + _orphans()
 
 
@@ -143,14 +146,13 @@ def test_nothing_of_the_lab_is_left_after_each_dbos_cell(dbos_cells):
 
 def test_an_env_server_that_dies_mid_call_stops_the_cell_in_one_line(netns, shared_pg_untouched, reachable,  # noqa: F811
                                                                      monkeypatch):
-    """The victim's env server (started by its resumer, inside its host) is killed as the resume is sent: the cell
-    stops with one line naming the environment, never a record; nothing of the lab is left."""
+    """The victim's env server (the hosted server its resumer calls, inside its host) is killed as the resume is
+    sent: the cell stops with one line naming the environment, never a record; nothing of the lab is left."""
     real = envs.EnvServer.call
 
     def dies(self, request):
         if request.get("call") == "resume":  # really killed: the call then finds it gone
-            self.proc.kill()
-            self.proc.wait()
+            self.kill()
         return real(self, request)
 
     monkeypatch.setattr(envs.EnvServer, "call", dies)  # inherited by the resumers this process forks
@@ -160,3 +162,89 @@ def test_an_env_server_that_dies_mid_call_stops_the_cell_in_one_line(netns, shar
     assert "\n" not in line and "environment dbos-3.4" in line and "exited" in line, line
     assert "a failure of the lab" in line and "/resume@h0#1" in line, line
     assert _left_after(reachable) == []
+
+
+def _children(pid: int) -> list[int]:
+    return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and _parent(int(e.name)) == pid]
+
+
+def _net(pid: int) -> str:
+    return os.readlink(f"/proc/{pid}/ns/net")
+
+
+@pytest.mark.planted("driftlab_frameworks.protocol:Server._hosted",
+                     "if ctypes.CDLL(None, use_errno=True).setns(fd, CLONE_NEWNET) != 0:", "if False:")
+@pytest.mark.planted("driftlab_frameworks.protocol:Server.call", 'if got.endswith(b"W"):', 'if got.endswith(b"w"):')
+def test_a_hosted_server_calls_from_inside_its_host_and_its_call_dies_with_its_client(netns, reachable, tmp_path):
+    """The hosted server a resumer calls (forked by the warm env server outside any host) and its call's process
+    are in the resumer's host, so a partition cuts them (bug: a hosted server that never enters the host reaches
+    the store around the partition); and when its client dies mid-call (a SIGKILLed resumer: its socket's end),
+    the call's process is killed with it (bug: a call that outlives its resumer and writes after the cell has moved
+    on).  The call hangs (LangGraph's adapter with a planted hang, ``tests/planted_adapters.py``)."""
+    from dataclasses import replace
+
+    from mechanisms.resume.frameworks import declared
+    from vocabulary.resume import Backend, GraphSpec
+
+    d = declared()["langgraph@1.2.24"]
+    warm = envs.EnvServer(replace(d, name="planted-HangsInResume",
+                                  adapter=f"{Path(__file__).parent / 'planted_adapters.py'}:HangsInResume"))
+    try:
+        with hosts.Hosts(1) as hs:
+            sock, pid = envs.host(warm, hs[0].netns)
+            host_net = f"net:[{os.stat(f'/var/run/netns/{hs[0].netns}').st_ino}]"
+            client = envs.HostedServer(d, sock, pid)
+            req = {"runtime": d.name, "backend": Backend("sqlite", str(tmp_path), "hosted").to_dict(),
+                   "graph": GraphSpec.from_dict(DEFAULT_GRAPH.to_dict()).to_dict(), "call": "resume",
+                   "args": {"run_id": "r", "value": "v"}, "label": "hosted#1", "crash": None, "timeout": 60}
+            client.requests.write(json.dumps(req) + "\n")
+            client.requests.flush()
+            deadline = time.monotonic() + 30
+            while not _children(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            call = _children(pid)
+            assert len(call) == 1, call
+            assert _net(pid) == host_net and _net(call[0]) == host_net, (_net(pid), _net(call[0]), host_net)
+            assert _net(warm.proc.pid) != host_net
+            client.close()  # the resumer's end of the socket: as when it is SIGKILLed
+            deadline = time.monotonic() + 10
+            while (hosts._alive(call[0]) or hosts._alive(pid)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not hosts._alive(call[0]) and not hosts._alive(pid), "the hosted call outlived its client"
+    finally:
+        warm.close()
+
+
+@pytest.mark.planted("driftlab_frameworks.dbos:_alive", 'not in ("Z", "X")', 'not in ("X",)')
+def test_a_killed_executor_not_yet_reaped_is_dead(tmp_path):
+    """The DBOS adapter recovers a run PENDING on an executor whose process is gone (``recover_dead``); a process
+    SIGKILLed and not yet reaped by its parent (a zombie) is gone: it runs no code and holds no connection.  Planted
+    bug this catches: a zombie read as a live executor (``kill(pid, 0)`` succeeds on one), so a resume sent while
+    the killed victim's parent has not reaped it waits out DBOS's 30 s for a run nobody will recover (the nemesis's
+    SIGKILL cells answered 'parked' that way before 2026-12-06).  Run in the env's own Python, the adapter's plants
+    applied as in an env server."""
+    from test_prefect_template import PRELUDE
+
+    script = PRELUDE.replace("prefect as P", "dbos as D") + """
+import os, signal, time
+live = os.fork()
+if live == 0:
+    time.sleep(60)
+    os._exit(0)
+zombie = os.fork()
+if zombie == 0:
+    os._exit(0)
+reaped = os.fork()
+if reaped == 0:
+    os._exit(0)
+os.waitpid(reaped, 0)
+while open(f"/proc/{zombie}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+    time.sleep(0.01)
+print(json.dumps([D._alive(f"driftlab-{p}") for p in (live, zombie, reaped)] + [D._alive("driftlab-x")]))
+os.kill(live, signal.SIGKILL)
+"""
+    python = str(envs.ensure("dbos-3.4").python)
+    out = subprocess.run([python, "-c", script, str(Path(envs.PROTOCOL))], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [True, False, False, False]

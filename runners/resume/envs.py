@@ -29,7 +29,9 @@ mechanisms/resume/frameworks/protocol.py MODULE:CLASS``, one per adapter and
 worker process, started on first use) and speaks the lab's fork-server line
 protocol with it, so a framework's calls are children of a warm server in
 its env, SIGKILLed at named points (``runners/resume_zygote.py`` does the
-same for the lab's own runtimes).
+same for the lab's own runtimes).  For the nemesis, :func:`host` asks the
+warm server for a **hosted** server inside a host's network namespace, which
+serves one resumer over a Unix socket (:class:`HostedServer`).
 """
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ import json
 import os
 import select
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -280,27 +284,36 @@ class EnvServer:
                                          text=True, env=clean)
         except OSError as exc:
             raise EnvError(decl.env, "start", exc) from None
+        self.requests, self.replies = self.proc.stdin, self.proc.stdout
         self.owner = os.getpid()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None and self.owner == os.getpid()
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+    def ended(self) -> str:
+        return f"exited with code {self.proc.wait()}"
 
     def call(self, request: dict) -> dict:
         """The server's reply, within the call's own limit (``timeout``, which the server enforces on its child)
         plus :data:`SERVER_GRACE_S`: a server that hangs itself (not a call's child) is killed and named."""
         limit = float(request.get("timeout") or CALL_TIMEOUT_S) + SERVER_GRACE_S
         try:
-            self.proc.stdin.write(json.dumps(request, default=str) + "\n")
-            self.proc.stdin.flush()
-            if not select.select([self.proc.stdout], [], [], limit)[0]:
-                self.proc.kill()
+            self.requests.write(json.dumps(request, default=str) + "\n")
+            self.requests.flush()
+            if not select.select([self.replies], [], [], limit)[0]:
+                self.kill()
                 raise EnvError(self.decl.env, "serve", f"the fork server of adapter {self.decl.adapter} did not "
                                f"answer call {request.get('call')} {request.get('label') or ''} within {limit:g} s "
                                "(killed)")
-            line = self.proc.stdout.readline()
+            line = self.replies.readline()
         except (BrokenPipeError, OSError):
             line = ""
         if not line:
-            raise EnvError(self.decl.env, "serve", f"the fork server of adapter {self.decl.adapter} exited with "
-                           f"code {self.proc.wait()} during call {request.get('call')} {request.get('label') or ''} "
-                           "(its stderr says why)")
+            raise EnvError(self.decl.env, "serve", f"the fork server of adapter {self.decl.adapter} {self.ended()} "
+                           f"during call {request.get('call')} {request.get('label') or ''} (its stderr says why)")
         try:
             reply = json.loads(line)
         except ValueError:
@@ -319,7 +332,65 @@ class EnvServer:
             self.proc.wait()
 
 
+class HostedServer(EnvServer):
+    """A hosted server (the protocol's ``host`` request): a fork of this worker's warm env server that entered a
+    nemesis host's network namespace and serves one resumer over a Unix socket (issue 25, ``resume_nemesis``).
+
+    The resumer no longer starts an env server of its own inside its host (a fresh interpreter importing the
+    framework, for every resumer): the warm server, started outside any host, forks one for it, which then
+    enters the host, so each call is still a fresh process reaching the store over the host's link only.  The
+    hosted server ends when its client closes the socket; a client SIGKILLed during a call takes the call's
+    process with it (the server sees the socket's end)."""
+
+    def __init__(self, decl: Declared, sock: socket.socket, pid: int):
+        self.decl, self.sock, self.pid, self.owner = decl, sock, pid, os.getpid()
+        self.requests, self.replies = sock.makefile("w"), sock.makefile("r")
+
+    def alive(self) -> bool:
+        return self.owner == os.getpid()
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def ended(self) -> str:
+        return f"(hosted, pid {self.pid}) exited"
+
+    def close(self) -> None:
+        for f in (self.requests, self.replies, self.sock):  # the socket closes with its last file
+            f.close()
+
+
+def host(warm: EnvServer, netns: str) -> tuple[socket.socket, int]:
+    """A hosted server in host ``netns``, forked by the warm server ``warm`` (this process's :func:`server` of the
+    runtime): the socket connected to it (hand it to the resumer with :func:`attach`) and its pid."""
+    reply = warm.call({"call": "host", "netns": netns, "timeout": 20})
+    if "error" in reply:
+        raise EnvError(warm.decl.env, "host", reply["error"])
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect("\0" + reply["address"])
+    except OSError as exc:
+        sock.close()
+        raise EnvError(warm.decl.env, "host", f"connecting to the hosted server {reply['pid']}: {exc}") from None
+    return sock, int(reply["pid"])
+
+
+def attach(name: str, sock: socket.socket, pid: int) -> None:
+    """In a resumer: serve ``name``'s calls through the hosted server on ``sock`` (:func:`host`), not a server of
+    its own."""
+    decl = declared()[name]
+    _SERVERS[_key(decl)] = HostedServer(decl, sock, pid)
+
+
 _SERVERS: dict[str, EnvServer] = {}
+
+
+def _key(decl: Declared) -> str:
+    # a server started under a test's planted variant (tests/planting.py) is never one a later call without it reuses
+    return f"{decl.env}/{decl.adapter}/{json.dumps(decl.options, sort_keys=True)}/{os.environ.get('DRIFTLAB_PLANT', '')}"
 
 
 def where(runtime: str) -> str:
@@ -331,11 +402,9 @@ def where(runtime: str) -> str:
 def server(name: str) -> EnvServer:
     """This process's fork server for the framework runtime ``name`` (started on first use; a dead one replaced)."""
     decl = declared()[name]
-    # a server started under a test's planted variant (tests/planting.py) is never one a later call without it reuses
-    key = f"{decl.env}/{decl.adapter}/{json.dumps(decl.options, sort_keys=True)}/{os.environ.get('DRIFTLAB_PLANT', '')}"
-    s = _SERVERS.get(key)
-    if s is None or s.proc.poll() is not None or s.owner != os.getpid():
-        s = _SERVERS[key] = EnvServer(decl)
+    s = _SERVERS.get(_key(decl))
+    if s is None or not s.alive():
+        s = _SERVERS[_key(decl)] = EnvServer(decl)
     return s
 
 

@@ -11,10 +11,13 @@ the others resume, the fault heals, indeterminate callers re-send once, and
 one recovery runs if the run is not done.  Every resume and recovery is its
 own process, forked here and moved into its host's namespace (``setns``)
 before it opens a connection: it reaches the store only over its link.  A
-framework in its own environment (DBOS, paper profile) is called through an
-env server that the resumer starts inside its host; the victim stops inside
-that server's call process, whose pause is relayed back
-(``runners/resume/nemesis_envs.py``), and SIGSTOP / SIGKILL land on it.
+framework in its own environment (DBOS, paper profile) is called through a
+hosted server: this worker's warm env server forks it, it enters the host
+and serves that one resumer (``runners/resume/envs.py``, ``host``), so each
+call is a fresh process in the host without a fresh interpreter per
+resumer; the victim stops inside that server's call process, whose pause is
+relayed back (``runners/resume/nemesis_envs.py``), and SIGSTOP / SIGKILL
+land on it.
 
 A call whose client lost its connection (psycopg's ``OperationalError`` of
 class 08/57, or a framework that reports it as a failed call) is recorded
@@ -108,14 +111,19 @@ class _PauseAt:
 
 
 def _resumer(netns: str, runtime: str, backend: dict, graph: dict, call: str, run: str, label: str, pause,
-             wfd: int, rfd: int, pause_dir: str | None = None) -> None:
+             wfd: int, rfd: int, pause_dir: str | None = None, hosted=None) -> None:
     """One call from one host (forked child): enter the host, build the runtime, call, answer on ``wfd``.
 
-    A framework runtime's call runs in its env server, which this process starts here, inside the host; its pause
-    is relayed from there (``runners/resume/nemesis_envs.py``) into ``pause_dir``."""
+    A framework runtime's call runs in ``hosted`` (socket, pid): the hosted server the parent's warm env server
+    forked for this host (``runners/resume/envs.py``, :func:`~runners.resume.envs.host`); its pause is relayed
+    from there (``runners/resume/nemesis_envs.py``) into ``pause_dir``."""
     from runners.plugins import describe, is_store_fault, refusals_of
 
     hostlib.enter(netns)
+    if hosted is not None:
+        from runners.resume import envs
+
+        envs.attach(runtime, *hosted)
     # psycopg warns on stderr ("error ignored terminating <Pipeline>") when a connection the proxy cut is closed:
     # that cut is the fault itself, recorded in the cell's evidence and history, not news for the user's terminal
     logging.getLogger("psycopg").setLevel(logging.ERROR)
@@ -197,12 +205,19 @@ class _Call:
     def __init__(self, netns: str, runtime: str, backend: Backend, graph: GraphSpec, call: str, run: str,
                  label: str, pause=None, pause_dir: Path | None = None):
         self.label, self.call = label, call
+        hosted = None
+        if nemesis_envs.is_framework(runtime):  # its warm env server forks a server for this host (outside it)
+            from runners.resume import envs
+
+            hosted = envs.host(envs.server(runtime), netns)
         r1, self.w = os.pipe()  # parent -> child: go
         self.r, w2 = os.pipe()  # child -> parent: at / answer
         self.pid = fork_start(_resumer, (netns, runtime, backend.to_dict(), graph.to_dict(), call, run, label, pause,
-                                         w2, r1, str(pause_dir) if pause_dir else None))
+                                         w2, r1, str(pause_dir) if pause_dir else None, hosted))
         os.close(r1)
         os.close(w2)
+        if hosted is not None:
+            hosted[0].close()  # the resumer holds the only client end: its death ends the hosted server
         self.at: dict | None = None
         self.answer: dict | None = None
         self.started = time.time()

@@ -4,11 +4,12 @@ Serves issue 25 §4 (``resume_nemesis``: "DBOS with its PostgreSQL system
 database").  The nemesis stops its victim at a named point while the fault
 lands (``faults/resume/nemesis.py``).  A runtime of the lab's own process
 reaches its points in the resumer itself (``runners/resume/nemesis.py``,
-``_PauseAt``).  A framework's call runs elsewhere: in a child of its
-environment's fork server (``runners/resume/envs.py``), which the resumer
-starts after it entered its host, so that the server and its children reach
-the store over the host's link like any resumer.  That server can SIGKILL a
-call at a point, not hold it there, and its request carries no pipe back.
+``_PauseAt``).  A framework's call runs elsewhere: in a child of a hosted
+server (``runners/resume/envs.py``, ``host``), which the worker's warm env
+server forks for the resumer and which enters the resumer's host, so that it
+and its children reach the store over the host's link like any resumer.
+That server can SIGKILL a call at a point, not hold it there, and its
+request carries no pipe back.
 
 So, for a framework runtime, the resumer's request names a folder in its
 options (``pause_at``, ``pause_dir``; the adapter's ``PauseAtPoint``,

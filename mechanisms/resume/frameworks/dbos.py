@@ -146,17 +146,16 @@ class PauseAtPoint:
 
 
 def _alive(executor: str) -> bool:
-    """Whether the process of executor ``driftlab-<pid>`` (this host) still runs."""
+    """Whether the process of executor ``driftlab-<pid>`` (this host) still runs: a zombie (killed, not yet reaped
+    by its parent) runs no code and holds no connection, so its executor is dead."""
     pid = executor.rpartition("-")[2]
     if not pid.isdigit():
         return False
     try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def _sqlalchemy_url(dsn: str) -> str:

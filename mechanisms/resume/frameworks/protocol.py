@@ -131,7 +131,15 @@ that build the adapter, meet at one barrier, each sleep its jitter and resume
 {"error"} | null]}`` (``error``: the racer never resumed, it failed before
 the race or its barrier broke; null: no answer in time).  Every child asks
 the kernel to SIGKILL it when the server dies, and the server when the lab
-dies.  Run as ``python -P protocol.py MODULE:CLASS``.
+dies.  Request ``{"call": "host", "netns"}`` (the nemesis, issue 25: a resumer
+on a host of its own): fork a **hosted** server, a copy of this warm one that
+listens on an abstract Unix socket, then enters the network namespace
+``netns`` (``setns``) and serves the one client that connects, over that
+socket, with this protocol; reply ``{"pid", "address"}`` once it listens, or
+``{"error"}``.  Its calls' children are forked inside the host, so they
+reach the store over its link only.  It ends when its client closes the
+socket, and a client that dies during a call (EOF) takes the call's child
+with it.  Run as ``python -P protocol.py MODULE:CLASS``.
 """
 from __future__ import annotations
 
@@ -159,6 +167,7 @@ POINTS = (BEFORE_NODE, AFTER_EFFECT, AFTER_NODE_BEFORE_CHECKPOINT, DURING_CHECKP
           AFTER_RESUME_CONSUMED)
 NODE_RUN, CONSUME = "node", "consume"
 CALL_TIMEOUT_S = 60
+CLONE_NEWNET = 0x40000000  # setns(2): a hosted server's network namespace (Server.host)
 PACKAGE = "driftlab_frameworks"
 
 
@@ -452,12 +461,17 @@ def die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
-def _read_line(fd: int, timeout: float) -> bytes:
+def _read_line(fd: int, timeout: float, watch: int | None = None) -> bytes:
+    """A line from ``fd`` (ending ``T`` past ``timeout``; ``W`` once ``watch``, a client that sends nothing while
+    it waits, becomes readable: it closed or died)."""
     buf, deadline = b"", time.monotonic() + timeout
     while not buf.endswith(b"\n"):
         left = max(0.0, deadline - time.monotonic())  # past the deadline: what is already there, no waiting
-        if not select.select([fd], [], [], left)[0]:
+        ready = select.select([fd] if watch is None else [fd, watch], [], [], left)[0]
+        if not ready:
             return buf + b"T"
+        if fd not in ready:
+            return buf + b"W"
         chunk = os.read(fd, 65536)
         if not chunk:
             return buf
@@ -540,6 +554,9 @@ class Server:
         self.warmed: set[str] = set()  # backend kinds whose lazy imports this server made (Adapter.warm)
         self.learned: list[str] = []  # modules a call's child imported that this server has not (learn)
         self.unlearnable: set[str] = set()
+        self.hosted: list[int] = []  # hosted servers forked by this one (host), reaped once they end
+        self.client: int | None = None  # a hosted server's socket to its one client (its death ends a call)
+        self.channel: tuple = ()  # (requests, replies) of the loop this server serves
 
     def build(self, req: dict, hooks: KillAtPoint) -> Adapter:
         return self.cls(req["backend"], Graph(req["graph"]), hooks, {**self.options, **req.get("options", {})})
@@ -596,9 +613,12 @@ class Server:
         os.close(wfd)
         timeout = req.get("timeout", CALL_TIMEOUT_S)
         try:
-            got = _read_line(rfd, timeout)
+            got = _read_line(rfd, timeout, self.client)
         finally:
             os.close(rfd)
+        if got.endswith(b"W"):  # a hosted server's client is gone (its resumer SIGKILLed): the call goes with it
+            _kill(pid)
+            os._exit(0)
         reply: dict[str, Any] = {"pid": pid, "killed": False}
         if got.startswith(b"R"):
             reply.update(code=_kill(pid), killed=True)
@@ -666,11 +686,63 @@ class Server:
             _kill(pid) if any(a is None for a in answers) else _wait(pid)
         return {"answers": answers}
 
+    def host(self, req: dict) -> dict:
+        """Fork a hosted server for host ``req["netns"]`` (module docstring); its pid and address once it listens."""
+        self.hosted = [p for p in self.hosted if os.waitpid(p, os.WNOHANG)[0] == 0]  # reap those that ended
+        address = f"driftlab-hosted-{os.getpid()}-{len(self.hosted)}-{time.monotonic_ns()}"
+        rfd, wfd = os.pipe()
+        pid = _fork(self._hosted, os.getpid(), rfd, wfd, req["netns"], address)
+        os.close(wfd)
+        try:
+            got = _read_line(rfd, 20)
+        finally:
+            os.close(rfd)
+        self.hosted.append(pid)
+        if got != b"up\n":
+            _kill(pid)
+            return {"error": f"the hosted server for {req['netns']} did not start: "
+                             f"{got.decode(errors='replace').strip() or 'it exited'}"}
+        return {"pid": pid, "address": address}
+
+    def _hosted(self, parent: int, rfd: int, wfd: int, netns: str, address: str) -> None:
+        die_with_parent(parent)
+        os.close(rfd)
+        import socket
+
+        try:
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind("\0" + address)  # abstract, in the machine's namespace, where the lab connects
+            listener.listen(1)
+            fd = os.open(f"/var/run/netns/{netns}", os.O_RDONLY)
+            if ctypes.CDLL(None, use_errno=True).setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns({netns}): {os.strerror(ctypes.get_errno())}")
+            os.close(fd)
+        except OSError as exc:
+            os.write(wfd, f"{_one_line(exc)}\n".encode())
+            return
+        os.write(wfd, b"up\n")
+        os.close(wfd)
+        for channel in self.channel:  # the warm server's channel to the lab is not this server's
+            os.close(channel.fileno())
+        if not select.select([listener], [], [], CALL_TIMEOUT_S)[0]:
+            return
+        conn = listener.accept()[0]
+        listener.close()
+        self.client, self.learn = conn.fileno(), lambda: None  # one client, one call or two: nothing to learn for
+        try:
+            self.serve(conn.makefile("r"), conn.makefile("w"))
+        except (BrokenPipeError, ConnectionResetError):  # the client died after its call: nothing to tell
+            pass
+
     def serve(self, requests, replies) -> None:
+        self.channel = (requests, replies)
         for line in requests:
             req = json.loads(line)
-            self.warm(req)
-            reply = self.race(req) if req.get("call") == "race" else self.call(req)
+            if req.get("call") == "host":
+                reply = self.host(req)
+            else:
+                self.warm(req)
+                reply = self.race(req) if req.get("call") == "race" else self.call(req)
             replies.write(json.dumps(reply, default=str) + "\n")
             replies.flush()
             self.learn()
