@@ -188,8 +188,8 @@ def test_a_run_killed_mid_nemesis_leaves_nothing_after_the_next_run_starts(netns
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # mid-nemesis: a host and a private cluster of the run exist
             mine = [n for n in _netns() if _parent(int(n[len(hosts.PREFIX):].split("-")[0])) == proc.pid]
-            started = [p for p in out.glob(f"scratch/{pgcluster.PREFIX}*/postmaster.pid")
-                       if not p.parent.name.endswith("-template")]
+            started = [p for p in pgcluster.home(out / "scratch").glob(f"{pgcluster.PREFIX}*/postmaster.pid")
+                       if _parent(int(p.parent.name[len(pgcluster.PREFIX):].split("-")[0])) == proc.pid]
             if mine and started:
                 break
             time.sleep(0.1)
@@ -203,7 +203,7 @@ def test_a_run_killed_mid_nemesis_leaves_nothing_after_the_next_run_starts(netns
         time.sleep(0.1)
     left = hosts.leftovers() + pgcluster.leftovers()
     assert [x for x in left if x in (f"netns {n}" for n in mine)], "a SIGKILLed run leaves its hosts behind"
-    assert [x for x in left if x.startswith(str(out))], "a SIGKILLed run leaves its postmaster behind"
+    assert [x for x in left if x in {str(p.parent) for p in started}], "a SIGKILLed run leaves its postmaster behind"
     said = subprocess.run([sys.executable, "-c", "from runners.resume.nemesis import ResumeNemesis; "
                            "from runners.experiment import Options; ResumeNemesis().check(Options())"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)

@@ -55,3 +55,29 @@ def test_a_store_crash_leaves_no_lock_file_naming_the_dead_postmaster_and_the_re
         assert cluster.postmaster() != dead and cluster.recovered() and _answers(cluster) == 1
         folder = cluster.folder
     assert not folder.exists() and not pgcluster._postgres_of(folder)  # close stopped it and removed its folder
+
+
+@pytest.mark.planted("runners.resume.pgcluster:leftovers", "if not _owner_alive(str(f))}", "if False}")
+def test_a_killed_runs_cluster_folder_in_memory_is_swept(scratch):
+    """A cell's cluster lives in memory (``/dev/shm``) when there is room, and its folder is removed by the next
+    run's sweep once its owner is gone, even with no postmaster left in it; a live owner's folder is left alone.
+    Planted bug this catches: the sweep finding only running postmasters, so a killed run's folders would hold
+    memory until the machine restarts."""
+    import os
+
+    if pgcluster.home(scratch) != pgcluster.MEMORY:
+        pytest.skip(f"no room in {pgcluster.MEMORY} on this machine: cells' clusters go to the scratch folder")
+    gone = os.fork()
+    if gone == 0:
+        os._exit(0)
+    os.waitpid(gone, 0)
+    dead = pgcluster.MEMORY / f"{pgcluster.PREFIX}{gone}-left"
+    live = pgcluster.MEMORY / f"{pgcluster.PREFIX}{os.getpid()}-live"
+    try:
+        for folder in (dead, live):
+            (folder / "base").mkdir(parents=True)
+        assert str(dead) in pgcluster.sweep()
+        assert not dead.exists() and live.exists()
+    finally:
+        for folder in (dead, live):
+            shutil.rmtree(folder, ignore_errors=True)
