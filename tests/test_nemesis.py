@@ -259,14 +259,22 @@ def test_a_lost_claim_is_not_a_claim_and_the_run_finishes_once(cells):
 
 @pytest.mark.planted("runners.resume.nemesis:ResumeNemesis.waits", 'return fault(cell.p["fault"]).heal_s > 0',
                      'return fault(cell.p["fault"]).pause is not None')
+@pytest.mark.planted("runners.resume.nemesis:ResumeNemesis.waits", ' or nemesis_envs.is_framework(cell.p["runtime"])',
+                     "")
 def test_only_the_faults_that_hold_for_a_set_time_run_in_the_waiting_lane():
     """The partition and the paused client (alone or with a SIGKILL) hold for ``heal_s`` asleep: those cells run
-    beside the computing ones, and no other (planted bug: every fault with a point marked waiting, so a store crash
-    or a cut's cells, which compute, oversubscribe the cores)."""
+    beside the computing ones, and no other of a lab runtime (planted bug: every fault with a point marked waiting,
+    so a store crash or a cut's cells, which compute, oversubscribe the cores); every cell of a framework runtime
+    (DBOS, whose other resumers block on the victim's claim) waits (planted bug: DBOS's sleeping cells holding the
+    computing workers)."""
     from faults.resume.nemesis import BY_NAME
     from runners.experiment import Cell, Options
 
     exp = nemesis.ResumeNemesis()
-    waiting = {f for f in BY_NAME if exp.waits(Cell(exp.name, (("runtime", "langgraph"), ("fault", f), ("k", 2)), 1, 1),
+
+    def waiting(rt: str) -> set[str]:
+        return {f for f in BY_NAME if exp.waits(Cell(exp.name, (("runtime", rt), ("fault", f), ("k", 2)), 1, 1),
                                                 Options())}
-    assert waiting == {"partition", "client_paused", "partition+sigkill", "client_paused+sigkill"}
+
+    assert waiting("langgraph") == {"partition", "client_paused", "partition+sigkill", "client_paused+sigkill"}
+    assert waiting("dbos@3.4") == set(BY_NAME)
