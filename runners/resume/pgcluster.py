@@ -149,7 +149,11 @@ class Cluster:
             self.sockets.mkdir(exist_ok=True)
             _chown(self.sockets)
         self.crashes = 0
-        self.start()
+        try:
+            self.start()
+        except BaseException:  # its folder may be in memory: never left behind by a cluster that did not start
+            self.close()
+            raise
 
     @property
     def options(self) -> str:
