@@ -68,8 +68,8 @@ def _ledger(folder: str, ns: str) -> None:
 
 @pytest.mark.parametrize("read_line", [
     pytest.param(protocol._read_line, id="env server", marks=pytest.mark.planted(
-        "mechanisms.resume.frameworks.protocol:_read_line", "if not select.select([fd], [], [], left)[0]:",
-        "if left <= 0 or not select.select([fd], [], [], left)[0]:")),
+        "mechanisms.resume.frameworks.protocol:_read_line", "        if not ready:\n",
+        "        if left <= 0 or not ready:\n")),
     pytest.param(__import__("runners.processes").processes.read_line, id="lab", marks=pytest.mark.planted(
         "runners.processes:read_line", "if not select.select([fd], [], [], left)[0]:",
         "if left <= 0 or not select.select([fd], [], [], left)[0]:"))])
