@@ -175,12 +175,16 @@ def _net(pid: int) -> str:
 @pytest.mark.planted("driftlab_frameworks.protocol:Server._hosted",
                      "if ctypes.CDLL(None, use_errno=True).setns(fd, CLONE_NEWNET) != 0:", "if False:")
 @pytest.mark.planted("driftlab_frameworks.protocol:Server.call", 'if got.endswith(b"W"):', 'if got.endswith(b"w"):')
+@pytest.mark.planted("driftlab_frameworks.protocol:Server.host", 'if got != b"up\\n":',
+                     'if self.hosted.append(pid) or got != b"up\\n":')
 def test_a_hosted_server_calls_from_inside_its_host_and_its_call_dies_with_its_client(netns, reachable, tmp_path):
     """The hosted server a resumer calls (forked by the warm env server outside any host) and its call's process
     are in the resumer's host, so a partition cuts them (bug: a hosted server that never enters the host reaches
     the store around the partition); and when its client dies mid-call (a SIGKILLed resumer: its socket's end),
     the call's process is killed with it (bug: a call that outlives its resumer and writes after the cell has moved
-    on).  The call hangs (LangGraph's adapter with a planted hang, ``tests/planted_adapters.py``)."""
+    on).  The call hangs (LangGraph's adapter with a planted hang, ``tests/planted_adapters.py``).  A host that does
+    not exist is one line, and the warm server serves the next request (bug: a failed hosted server kept on its
+    list of hosted servers to reap, reaped twice)."""
     from dataclasses import replace
 
     from mechanisms.resume.frameworks import declared
@@ -190,6 +194,8 @@ def test_a_hosted_server_calls_from_inside_its_host_and_its_call_dies_with_its_c
     warm = envs.EnvServer(replace(d, name="planted-HangsInResume",
                                   adapter=f"{Path(__file__).parent / 'planted_adapters.py'}:HangsInResume"))
     try:
+        with pytest.raises(envs.EnvError, match=r"host failed: the hosted server for dlnem-none did not start"):
+            envs.host(warm, "dlnem-none")  # no such namespace: one line, and the warm server serves on
         with hosts.Hosts(1) as hs:
             sock, pid = envs.host(warm, hs[0].netns)
             host_net = f"net:[{os.stat(f'/var/run/netns/{hs[0].netns}').st_ino}]"

@@ -697,11 +697,11 @@ class Server:
             got = _read_line(rfd, 20)
         finally:
             os.close(rfd)
-        self.hosted.append(pid)
         if got != b"up\n":
-            _kill(pid)
+            _kill(pid)  # and reaped
             return {"error": f"the hosted server for {req['netns']} did not start: "
                              f"{got.decode(errors='replace').strip() or 'it exited'}"}
+        self.hosted.append(pid)
         return {"pid": pid, "address": address}
 
     def _hosted(self, parent: int, rfd: int, wfd: int, netns: str, address: str) -> None:
