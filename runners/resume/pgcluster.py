@@ -158,7 +158,8 @@ class Cluster:
     @property
     def options(self) -> str:
         return (f"-c listen_addresses={','.join(self.listen)} -p {self.port} -k {self.sockets} -c fsync=on "
-                f"-c synchronous_commit=on -c max_connections=60 -c shared_buffers=16MB -c dynamic_shared_memory_type=mmap")
+                "-c synchronous_commit=on -c max_connections=60 -c shared_buffers=16MB "
+                "-c dynamic_shared_memory_type=mmap")
 
     def dsn(self, host: str | None = None) -> str:
         """A DSN to this cluster: over TCP to ``host`` (a link address or a proxy's), or its Unix socket."""
