@@ -372,18 +372,20 @@ def test_framework_only_cells_are_na_with_a_reason_for_the_lab_runtimes(cell, re
                      'return not cell.p["k"] and d is not None and bool(d.fault_cells_wait)',
                      'return d is not None and bool(d.fault_cells_wait)')
 def test_only_fault_cells_of_a_runtime_declaring_that_they_wait_run_beside_the_computing_ones():
-    """Temporal declares that its fault cells wait out its activity timeout: those, and nothing else, run in the
-    waiting lane (planted bugs: a race marked waiting, whose saturation then depends on a more loaded machine; the
-    mark read from the wrong runtime, so a CPU-bound framework's cells oversubscribe the cores)."""
+    """Temporal and Prefect declare that their fault cells wait (out an activity timeout; on a heartbeat thread's
+    1 s sleeps): those, and nothing else, run in the waiting lane (planted bugs: a race marked waiting, whose
+    saturation then depends on a more loaded machine; the mark read from the wrong runtime, so a CPU-bound
+    framework's cells oversubscribe the cores)."""
     from runners.experiment import Options
     from runners.resume.frameworks import ResumeFrameworks
 
-    exp, options = ResumeFrameworks(), Options(mechanisms=("temporal@1.35", "langgraph@1.2.24"))
+    rows = ("temporal@1.35", "prefect[crashed-retry]@3.9", "langgraph@1.2.24")
+    exp, options = ResumeFrameworks(), Options(mechanisms=rows)
     cells = exp.cells("quick", 1, options)
     assert {(c.p["runtime"], c.p["fault_cell"] == "concurrent_resume") for c in cells} == {
-        ("temporal@1.35", False), ("temporal@1.35", True), ("langgraph@1.2.24", False), ("langgraph@1.2.24", True)}
+        (row, race) for row in rows for race in (False, True)}
     waiting = {(c.p["runtime"], c.p["fault_cell"] == "concurrent_resume") for c in cells if exp.waits(c, options)}
-    assert waiting == {("temporal@1.35", False)}
+    assert waiting == {("temporal@1.35", False), ("prefect[crashed-retry]@3.9", False)}
 
 
 @pytest.mark.planted("runners.resume.frameworks:framework_rows", "if declared()[r].framework not in QUICK_LEFT_OUT",

@@ -117,7 +117,8 @@ class ResumeFrameworks(FaultCells):
 
     def waits(self, cell: Cell, options: Options) -> bool:
         """A fault cell of a runtime whose env says its fault cells wait (``fault_cells_wait``: Temporal's server
-        retries a SIGKILLed activity only after its timeout); never a race."""
+        retries a SIGKILLed activity only after its timeout; each Prefect flow run ends by waiting for its heartbeat
+        thread); never a race."""
         d = declared().get(cell.p["runtime"])
         return not cell.p["k"] and d is not None and bool(d.fault_cells_wait)
 
