@@ -103,7 +103,9 @@ def _local(experiment: Experiment, todo: list[Cell], options: Options, jobs: int
     try:
         waiting = [experiment.waits(c, options) for c in todo]
         keys = [experiment.affinity(c, options) for c in todo]
-        for _, result in run_workers(_compute, tasks, jobs if experiment.parallel else 1, timeout_s, waiting, keys):
+        jobs = jobs if experiment.parallel else 1
+        for _, result in run_workers(_compute, tasks, jobs, timeout_s, waiting, keys,
+                                     waiting_jobs=jobs * experiment.waiting_workers_per_job):
             yield result
     except (WorkerDied, TaskTimedOut) as exc:
         cell = exc.task[1]

@@ -137,6 +137,9 @@ class Experiment:
     description: ClassVar[str]
     #: cells run in parallel worker processes unless False (e.g. benchmarks, which want a quiet machine)
     parallel: ClassVar[bool] = True
+    #: workers of the waiting lane (cells :meth:`waits` marks) per job: more than one only where a waiting cell
+    #: sleeps nearly all its time, measured with the CPU it adds (each worker starts its own env servers)
+    waiting_workers_per_job: ClassVar[int] = 1
     #: the artifacts built from this experiment's records (analysis.artifact.Artifact)
     artifacts: ClassVar[tuple[Artifact, ...]] = ()
     #: sweeps offered as `driftlab sweep NAME`

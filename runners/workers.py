@@ -110,7 +110,8 @@ def _worker(parent: int, conn, fn: Callable, tasks: Sequence) -> None:
 
 def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s: float | None,
                 waiting: Sequence[bool] | None = None,
-                keys: Sequence[str | None] | None = None) -> Iterator[tuple[Any, Any]]:
+                keys: Sequence[str | None] | None = None,
+                waiting_jobs: int | None = None) -> Iterator[tuple[Any, Any]]:
     """``fn(task)`` for every task in up to ``jobs`` forked workers; yields ``(task, result)`` in completion order.
 
     ``fn`` must return normally (catch what a task may raise and return it as
@@ -119,9 +120,10 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
     (or any error, Ctrl-C included) SIGKILLs every worker and reaps it.
 
     ``waiting[i]`` true marks a task that spends its time waiting, not
-    computing (e.g. for a server's timeout): such tasks get up to ``jobs``
-    workers of their own beside the others, whose workers also take them
-    once nothing else is left; a waiting task's worker never takes another.
+    computing (e.g. for a server's timeout): such tasks get up to
+    ``waiting_jobs`` workers of their own (default ``jobs``) beside the
+    others, whose workers also take them once nothing else is left; a
+    waiting task's worker never takes another.
     With ``jobs`` = 1 every task runs alone, in order.
 
     ``keys[i]`` (None: no key) names what task ``i`` keeps warm in its worker
@@ -158,8 +160,8 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
 
     workers: dict[Any, list] = {}  # our end of the pipe -> [process, None | (task index, started), waiting lane]
     try:
-        per_lane = max(1, jobs)
-        for lane in [False] * min(per_lane, len(todo[False])) + [True] * min(per_lane, len(todo[True])):
+        lanes = {False: max(1, jobs), True: max(1, waiting_jobs or jobs)}
+        for lane in [False] * min(lanes[False], len(todo[False])) + [True] * min(lanes[True], len(todo[True])):
             ours, theirs = ctx.Pipe()
             proc = ctx.Process(target=_worker, args=(os.getpid(), theirs, fn, tasks), daemon=True)
             proc.start()

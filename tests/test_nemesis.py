@@ -278,3 +278,35 @@ def test_only_the_faults_that_hold_for_a_set_time_run_in_the_waiting_lane():
 
     assert waiting("langgraph") == {"partition", "client_paused", "partition+sigkill", "client_paused+sigkill"}
     assert waiting("dbos@3.4") == set(BY_NAME)
+
+
+def _silent_call(behaviour: str) -> "nemesis._Call":
+    """A resumer as the parent sees it, without hosts: a forked child that exits with code 3 before answering, or
+    that stays silent."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        if behaviour == "exits":
+            os._exit(3)
+        time.sleep(30)
+        os._exit(0)
+    os.close(w)
+    call = nemesis._Call.__new__(nemesis._Call)
+    call.pid, call.r, call.w = pid, r, os.open(os.devnull, os.O_WRONLY)
+    call.answer, call.ended, call.label = None, False, "x"
+    return call
+
+
+@pytest.mark.planted("runners.resume.nemesis:_Call.result", "self.ended = True", "pass")
+def test_a_resumer_that_ends_without_an_answer_is_not_reported_as_slow():
+    """The lab's one-line error says whether a resumer died or ran out of time (planted bug: a resumer that
+    exited three seconds into a 60 s wait read as "gave no answer in 60 s", which sends whoever debugs it after
+    a hang that never happened)."""
+    for behaviour, said in [("exits", "ended without an answer (exit code 3)"), ("silent", "gave no answer in 0.3 s")]:
+        call = _silent_call(behaviour)
+        try:
+            assert call.result(0.3) is None
+            assert call.silence(0.3) == said
+        finally:
+            call.close()

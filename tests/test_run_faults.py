@@ -21,7 +21,7 @@ import pytest
 from runners.backends import host_id, schema_name
 from runners.dask_executor import SCRATCH_PREFIX, remove_orphan_scratch
 from runners.engine import RunLock, check_identity
-from runners.experiment import Cell, CellOutput, DriftlabError, Options, compute
+from runners.experiment import Cell, CellOutput, DriftlabError, Experiment, Options, compute
 from runners.workers import TaskTimedOut, WorkerDied, pause_clock, restart_clock, run_workers
 
 REPO = Path(__file__).resolve().parent.parent
@@ -143,6 +143,57 @@ def test_waiting_tasks_run_beside_the_computing_ones_which_never_exceed_jobs():
     got = spans(1)
     assert most_at_once(got, tasks) == 1 and [t for t in sorted(got, key=lambda t: got[t][0])] == tasks
 
+
+
+def _slept(t):
+    start = time.time()
+    time.sleep(1.0)
+    return t, start, time.time()
+
+
+def _most_at_once(spans: dict) -> int:
+    return max(sum(1 for a, b in spans.values() if a <= start < b) for start, _ in spans.values())
+
+
+class _Sleepers(Experiment):
+    """Four cells that only sleep, every one marked waiting, two waiting workers per job."""
+
+    name = "test_sleepers"
+    family = "resume"
+    description = "cells that sleep"
+    waiting_workers_per_job = 2
+
+    def cells(self, profile, seed, options):
+        return [Cell(self.name, (("i", i),), 1, seed) for i in range(4)]
+
+    def waits(self, cell, options):
+        return True
+
+    def run_cell(self, cell, options):
+        _, start, end = _slept(cell.id)
+        return CellOutput({"start": [start], "end": [end]})
+
+
+@pytest.mark.planted("runners.workers:run_workers", "True: max(1, waiting_jobs or jobs)}", "True: max(1, jobs)}")
+@pytest.mark.planted("runners.execute:_local", "waiting_jobs=jobs * experiment.waiting_workers_per_job",
+                     "waiting_jobs=jobs")
+def test_an_experiment_whose_waiting_cells_sleep_gets_more_waiting_workers_than_jobs(tmp_path):
+    """An experiment's ``waiting_workers_per_job`` sizes its waiting lane apart from the computing one: four cells
+    that only sleep run at once with two jobs (planted bugs: the lane held to ``jobs`` workers, in the pool or in
+    the executor that forgets to pass the experiment's size, so sleeping cells queue behind each other while the
+    cores idle); a pool given no lane size keeps ``jobs`` waiting workers."""
+    import pandas as pd
+
+    from runners.execute import run_cells
+
+    exp = _Sleepers()
+    run_cells(exp, exp.cells("quick", 1, Options()), Options(), tmp_path, 2, progress=False)
+    frames = [pd.read_parquet(p) for p in (tmp_path / "records" / exp.name).glob("*.parquet")]
+    assert len(frames) == 4
+    assert _most_at_once({f.cell[0]: (f.start[0], f.end[0]) for f in frames}) == 4
+    tasks = ["wait-1", "wait-2", "wait-3", "wait-4"]
+    got = {r[0]: r[1:] for _, r in run_workers(_slept, tasks, 2, 30, [True] * 4)}
+    assert _most_at_once(got) == 2
 
 # ------------------------------------------------------------------ SIGKILL between run.json.tmp and its rename
 @pytest.mark.planted("runners.engine:check_identity", "any(p.name not in OWN_TEMPORARY for p in run_dir.iterdir())",

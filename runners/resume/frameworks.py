@@ -43,7 +43,7 @@ RACE_REPETITIONS = {"quick": 1, "paper": 1}
 
 #: frameworks the quick profile leaves out, each with why (they run in the paper profile and whenever named): the
 #: costliest rows per cell, measured 2026-12-04 at --jobs 1 (issue 28: the quick profile within 2 min)
-QUICK_LEFT_OUT = {"prefect": "each cell calls a Prefect API server of its own (about 10 s of CPU to start, "
+QUICK_LEFT_OUT = {"prefect": "each cell calls a local Prefect API server (about 10 s of CPU to start, "
                              "3.5-4.5 s per cell after it): a third of this experiment's time in the quick profile"}
 
 

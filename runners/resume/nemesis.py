@@ -220,6 +220,7 @@ class _Call:
             hosted[0].close()  # the resumer holds the only client end: its death ends the hosted server
         self.at: dict | None = None
         self.answer: dict | None = None
+        self.ended = False  # its pipe closed before it answered
         self.started = time.time()
 
     def wait_at(self, timeout: float) -> dict | None:
@@ -250,7 +251,24 @@ class _Call:
             line = read_line(self.r, timeout)
             if line.endswith(b"\n"):
                 self.answer = json.loads(line)
+            elif not line.endswith(b"T"):  # its pipe closed: the process ended without answering
+                self.ended = True
         return self.answer
+
+    def silence(self, timeout: float) -> str:
+        """Why :meth:`result` got no answer, for the lab's one-line error: the process's end (with its exit code,
+        as soon as it is reaped) or the time it was given."""
+        if not self.ended:
+            return f"gave no answer in {timeout:g} s"
+        for _ in range(100):
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid:
+                return f"ended without an answer (exit code {os.waitstatus_to_exitcode(status)})"
+            time.sleep(0.01)
+        return "closed its pipe without an answer"
 
     def close(self) -> None:
         try:
@@ -440,8 +458,8 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                 victim.go()
             for c in [victim, *others]:
                 if c.result(CALL_S) is None:
-                    raise DriftlabError(f"resume_nemesis: {envs_where(runtime)}{runtime}: {c.label} gave no answer "
-                                        f"in {CALL_S:g} s")
+                    raise DriftlabError(f"resume_nemesis: {envs_where(runtime)}{runtime}: {c.label} "
+                                        f"{c.silence(CALL_S)}")
             _lab_failed(runtime, [victim, *others])
             if blocked:
                 evidence.append(f"{len(blocked)} other(s) blocked until the fault healed")
@@ -452,14 +470,15 @@ def run_one(runtime: str, fault_name: str, k: int, scratch: Path, seed: int, rep
                     retry = launch(i)
                     if retry.result(CALL_S) is None:
                         raise DriftlabError(f"resume_nemesis: {envs_where(runtime)}{runtime}: the retry {retry.label} "
-                                            "gave no answer")
+                                            f"{retry.silence(CALL_S)}")
             # 6. the documented recovery if the run is not done
             state_before = _state(runtime, local, graph, pg, run)
             stuck = state_before != DONE
             if stuck:
                 rec_call = launch(0, "recover")
                 if rec_call.result(CALL_S) is None:
-                    raise DriftlabError(f"resume_nemesis: {envs_where(runtime)}{runtime}: the recovery gave no answer")
+                    raise DriftlabError(f"resume_nemesis: {envs_where(runtime)}{runtime}: the recovery "
+                                        f"{rec_call.silence(CALL_S)}")
             final = _state(runtime, local, graph, pg, run) if stuck else state_before
             _lab_failed(runtime, calls)
             for c in calls:
@@ -603,6 +622,9 @@ class ResumeNemesis(Experiment):
     artifacts = (artifact("resume_nemesis", findings=True),)
     seconds_per_execution = 4.0
     parallel = True
+    #: two waiting workers per job: a waiting cell sleeps out its fault or DBOS's waits, so a second one beside it
+    #: costs little CPU (paper profile, 2026-12-06: 485 and 479 s -> 362 and 368 s for the same CPU; docs/nemesis.md)
+    waiting_workers_per_job = 2
     profile_repetitions = REPETITIONS
 
     def check(self, options: Options) -> None:
@@ -636,7 +658,8 @@ class ResumeNemesis(Experiment):
         on 2026-12-05).  A framework's cells (DBOS) are mostly asleep whatever the fault: its other resumers block
         on the claim the stopped victim holds for their :data:`OTHERS_S`, its cut victim waits out DBOS's 30 s and
         its slow-store victim about 22 s (one repetition of its 33 paper cells: about 300 s of cells for 132
-        core-seconds, 2026-12-06)."""
+        core-seconds, 2026-12-06).  Where k resumers race with no claim that holds through the fault (stock
+        LangGraph, REMIT; paper profile) the verdicts are a draw of that race in either lane (docs/nemesis.md)."""
         return fault(cell.p["fault"]).heal_s > 0 or nemesis_envs.is_framework(cell.p["runtime"])
 
     def run_cell(self, cell: Cell, options: Options) -> CellOutput:
