@@ -144,7 +144,6 @@ def test_waiting_tasks_run_beside_the_computing_ones_which_never_exceed_jobs():
     assert most_at_once(got, tasks) == 1 and [t for t in sorted(got, key=lambda t: got[t][0])] == tasks
 
 
-
 def _slept(t):
     start = time.time()
     time.sleep(1.0)
@@ -194,6 +193,7 @@ def test_an_experiment_whose_waiting_cells_sleep_gets_more_waiting_workers_than_
     tasks = ["wait-1", "wait-2", "wait-3", "wait-4"]
     got = {r[0]: r[1:] for _, r in run_workers(_slept, tasks, 2, 30, [True] * 4)}
     assert _most_at_once(got) == 2
+
 
 # ------------------------------------------------------------------ SIGKILL between run.json.tmp and its rename
 @pytest.mark.planted("runners.engine:check_identity", "any(p.name not in OWN_TEMPORARY for p in run_dir.iterdir())",
