@@ -256,17 +256,18 @@ class _Call:
         return self.answer
 
     def silence(self, timeout: float) -> str:
-        """Why :meth:`result` got no answer, for the lab's one-line error: the process's end (with its exit code,
-        as soon as it is reaped) or the time it was given."""
+        """Why :meth:`result` got no answer, for the lab's one-line error: the process's end (with its exit code)
+        or the time it was given."""
         if not self.ended:
             return f"gave no answer in {timeout:g} s"
-        for _ in range(100):
+        for _ in range(100):  # its exit, read without reaping it (close() reaps it: its pid stays ours till then)
             try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 break
-            if pid:
-                return f"ended without an answer (exit code {os.waitstatus_to_exitcode(status)})"
+            if info is not None:
+                code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+                return f"ended without an answer (exit code {code})"
             time.sleep(0.01)
         return "closed its pipe without an answer"
 
