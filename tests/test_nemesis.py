@@ -186,12 +186,15 @@ def test_a_run_killed_mid_nemesis_leaves_nothing_after_the_next_run_starts(netns
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
+        seen: set | None = None
         while time.monotonic() < deadline:  # mid-nemesis: a host and a private cluster of the run exist
             mine = [n for n in _netns() if _parent(int(n[len(hosts.PREFIX):].split("-")[0])) == proc.pid]
-            started = [p for p in pgcluster.home(out / "scratch").glob(f"{pgcluster.PREFIX}*/postmaster.pid")
-                       if _parent(int(p.parent.name[len(pgcluster.PREFIX):].split("-")[0])) == proc.pid]
-            if mine and started:
+            now = {p for p in pgcluster.home(out / "scratch").glob(f"{pgcluster.PREFIX}*/postmaster.pid")
+                   if _parent(int(p.parent.name[len(pgcluster.PREFIX):].split("-")[0])) == proc.pid}
+            started = [p for p in now if seen is not None and p not in seen]  # new since the last look: its cell has
+            if mine and started:  # just begun, so it cannot close its cluster before the kill lands
                 break
+            seen = now
             time.sleep(0.1)
         else:
             pytest.fail("the run never made a host and a private cluster")
@@ -199,11 +202,12 @@ def test_a_run_killed_mid_nemesis_leaves_nothing_after_the_next_run_starts(netns
         os.kill(proc.pid, signal.SIGKILL)  # the runner, mid-cell: its workers die with it, its postmaster does not
         proc.wait()
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not pgcluster.leftovers():  # the workers' deaths take a moment
+    theirs = {str(p.parent) for p in started}  # wait for these: another worker's cluster may be left over first
+    while time.monotonic() < deadline and not theirs <= set(pgcluster.leftovers()):  # each worker dies in a moment
         time.sleep(0.1)
     left = hosts.leftovers() + pgcluster.leftovers()
     assert [x for x in left if x in (f"netns {n}" for n in mine)], "a SIGKILLed run leaves its hosts behind"
-    assert [x for x in left if x in {str(p.parent) for p in started}], "a SIGKILLed run leaves its postmaster behind"
+    assert [x for x in left if x in theirs], "a SIGKILLed run leaves its postmaster behind"
     said = subprocess.run([sys.executable, "-c", "from runners.resume.nemesis import ResumeNemesis; "
                            "from runners.experiment import Options; ResumeNemesis().check(Options())"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
