@@ -109,6 +109,12 @@ def test_a_paused_wait_is_not_timed_but_what_follows_it_is():
     assert raised.value.task == "wait-then-hang"
 
 
+def _most_at_once(spans: dict, names=None) -> int:
+    """The most tasks (of ``names``, else all) running at one moment, from their (start, end) spans."""
+    names = list(spans) if names is None else names
+    return max(sum(1 for m in names if spans[m][0] <= spans[n][0] < spans[m][1]) for n in names)
+
+
 def _timed(t):
     start = time.time()
     time.sleep(0.5 if t.startswith("compute") else 0.1)
@@ -133,25 +139,18 @@ def test_waiting_tasks_run_beside_the_computing_ones_which_never_exceed_jobs():
         assert sorted(got) == sorted(tasks)
         return got
 
-    def most_at_once(got, names):
-        return max(sum(1 for m in names if got[m][0] <= got[n][0] < got[m][1]) for n in names)
-
     got = spans(2)
     computing = [t for t in tasks if t.startswith("compute")]
-    assert most_at_once(got, computing) == 2  # never 3: the waiting workers took no computing task
+    assert _most_at_once(got, computing) == 2  # never 3: the waiting workers took no computing task
     assert got["wait-1"][0] < min(got[t][1] for t in computing)  # it did not queue behind a computing task
     got = spans(1)
-    assert most_at_once(got, tasks) == 1 and [t for t in sorted(got, key=lambda t: got[t][0])] == tasks
+    assert _most_at_once(got, tasks) == 1 and [t for t in sorted(got, key=lambda t: got[t][0])] == tasks
 
 
 def _slept(t):
     start = time.time()
     time.sleep(1.0)
     return t, start, time.time()
-
-
-def _most_at_once(spans: dict) -> int:
-    return max(sum(1 for a, b in spans.values() if a <= start < b) for start, _ in spans.values())
 
 
 class _Sleepers(Experiment):
