@@ -48,10 +48,9 @@ def _in_children(target: str, old: str, new: str):
             if zygote._ZYGOTE is not None and zygote._ZYGOTE is not warm:
                 zygote._ZYGOTE.close()
             zygote._ZYGOTE = warm
-        for owner in ("runners.resume.envs", "test_adapter_conformance"):  # each keeps its warm servers by key
-            servers = getattr(sys.modules.get(owner), "_SERVERS", {})
-            for key in [k for k in servers if k.endswith("/" + plant)]:
-                servers.pop(key).close()
+        servers = getattr(sys.modules.get("runners.resume.envs"), "_SERVERS", {})  # warm servers by key
+        for key in [k for k in servers if k.endswith("/" + plant)]:
+            servers.pop(key).close()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -24,7 +24,9 @@ nothing fired), and for DBOS a workflow in ``ERROR`` (what DBOS records after a 
 and in a resume, never done.
 
 Process-heavy rows share one warm fork server per environment and adapter (:func:`server`), started once per test
-process; an environment's rows are one xdist group (:func:`by_env`), so one test process starts it.  The planted adapters (``tests/planted_adapters.py``, LangGraph's adapter with one bug each) must fail:
+process; an environment's rows are one xdist group (:func:`by_env`), so one test process starts it, and the
+framework's own test module joins that group (:func:`env_group`) and uses the same servers.  The planted adapters
+(``tests/planted_adapters.py``, LangGraph's adapter with one bug each) must fail:
 those that raise, exit, hang, answer malformed or give an undeclared refusal are refused by the env's server (the lab
 stops the run on such a reply, ``test_planted_adapter_stops_the_run``); those that move a crash point or answer a
 recovery without re-running the killed node fail the harness's own assertions.
@@ -72,18 +74,18 @@ def planted(cls: str, module: Path = PLANTED, runtime: str = "langgraph@1.2.24")
 
 
 # ---------------------------------------------------------------------------------------------- the driver
-_SERVERS: dict[str, object] = {}
 _RUNS = itertools.count()
 
 
 def server(d: Declared):
-    """One warm fork server per environment and adapter in this test process (started on first use)."""
-    from runners.resume.envs import EnvServer
+    """One warm fork server per environment, adapter and options in this test process (started on first use), kept
+    where ``runners.resume.envs.server`` keeps the lab's: a test of the same worker that runs the framework through the
+    lab (``test_resume_framework_*.py``, in the env's group: :func:`env_group`) uses the same server."""
+    from runners.resume import envs
 
-    key = f"{d.env}/{d.adapter}/{sorted(d.options.items())}/{os.environ.get('DRIFTLAB_PLANT', '')}"  # as envs.server
-    s = _SERVERS.get(key)
-    if s is None or s.proc.poll() is not None:
-        s = _SERVERS[key] = EnvServer(d)
+    s = envs._SERVERS.get(envs._key(d))
+    if s is None or not s.alive():
+        s = envs._SERVERS[envs._key(d)] = envs.EnvServer(d)
     return s
 
 
@@ -183,6 +185,13 @@ def by_env(d: Declared):
     server-backed framework's own server: Prefect's, Temporal's) once, not once per worker (the module took 38
     worker-seconds less on 2026-12-05)."""
     return pytest.mark.xdist_group(f"conformance-{d.env}")
+
+
+def env_group(runtime: str):
+    """:func:`by_env` of a framework runtime (``"crewai@1.15"``): a test module that runs it marks itself with it, so
+    that its tests run on the worker that already holds the env's fork server (and Prefect's or Temporal's own
+    server), instead of each worker that gets one starting them again."""
+    return by_env(declared()[runtime])
 
 
 ROWS = [pytest.param(d, point, node, call, id=f"{d.name}-{point}-{node}", marks=by_env(d))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from test_adapter_conformance import env_group
 
 RUNTIMES = ("dbos@3.4", "llamaindex[step-boundary]@2.26", "llamaindex[wait-for-event]@2.26", "agent-framework@1.23",
             "temporal@1.35")
@@ -82,7 +83,7 @@ def _fired(history, key: str) -> dict[str, int]:
 
 @pytest.mark.planted("driftlab_frameworks.protocol:KillAtPoint.point", 'os.write(self.wfd, b"R\\n")',
                      "return")  # in the env server: a 'crash' point that returns instead of dying
-@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("runtime", [pytest.param(r, marks=env_group(r)) for r in RUNTIMES])
 def test_fault_cell_sigkill_after_gated_effect(runtime):
     """SIGKILL after the gated effect (charge) of a resume, recovery in a new process: the kill is a real signal 9
     of the env's child, the run ends, and EO is invalid exactly when the ledger holds a second charge, with a witness
@@ -103,7 +104,7 @@ def test_fault_cell_sigkill_after_gated_effect(runtime):
 
 @pytest.mark.planted("driftlab_frameworks.protocol:Server.race",  # in the env server: racers' answers lost
                      'answers.append(json.loads(line) if line.endswith(b"\\n") else None)', "answers.append(None)")
-@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("runtime", [pytest.param(r, marks=env_group(r)) for r in RUNTIMES])
 def test_race_k2(runtime):
     """Two racers forked from the env's warm server resume one parked interrupt: both answer, the effects fired
     match the ledger, and where the framework's server hands a workflow to one executor (DBOS, Temporal) the gated

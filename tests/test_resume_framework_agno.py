@@ -11,10 +11,12 @@ under test does.
 from __future__ import annotations
 
 import pytest
+from test_adapter_conformance import env_group
 
 from test_resume_framework_adapters import _calls, _ledger, judged_fault, recoveries
 
 RUNTIMES = ("agno@3.1", "agno[tool-batch]@3.1")
+pytestmark = env_group(RUNTIMES[0])  # on the worker that holds the env's servers
 
 
 

@@ -9,9 +9,11 @@ adapter fails, whatever the release under test does.
 from __future__ import annotations
 
 import pytest
+from test_adapter_conformance import env_group
 from test_resume_framework_adapters import _calls, judged_fault, recoveries
 
 RUNTIME = "apache-burr@0.43"
+pytestmark = env_group(RUNTIME)  # on the worker that holds the env's servers
 
 
 

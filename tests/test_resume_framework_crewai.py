@@ -9,10 +9,12 @@ fails, whatever the release under test does.
 from __future__ import annotations
 
 import pytest
+from test_adapter_conformance import env_group
 
 from test_resume_framework_adapters import _calls, _ledger, judged_fault, recoveries
 
 RUNTIME = "crewai@1.15"
+pytestmark = env_group(RUNTIME)  # on the worker that holds the env's servers
 
 
 

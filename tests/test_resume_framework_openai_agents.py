@@ -10,10 +10,12 @@ and the call that wrote them), so a wrong lab fails; the assertions marked "the 
 from __future__ import annotations
 
 import pytest
+from test_adapter_conformance import env_group
 
 from test_resume_framework_adapters import _fault, _fired
 
 RUNTIME = "openai-agents@0.24"
+pytestmark = env_group(RUNTIME)  # on the worker that holds the env's servers
 GATED = "2:act"  # the approval graph's gated task (act fires charge)
 
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from test_adapter_conformance import env_group
 from test_resume_framework_adapters import _calls, _fault, _ledger, judged_fault, recoveries
 
 RUNTIME = "prefect@3.9"
+pytestmark = env_group(RUNTIME)  # on the worker that holds the env's servers
 #: `prefect flow-run retry`'s refusal of a run not in a terminal state (prefect/cli/flow_run.py)
 NOT_TERMINAL = "is in state 'RUNNING' and cannot be retried"
 
