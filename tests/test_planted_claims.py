@@ -19,8 +19,13 @@ CLAIM = re.compile(r"bug class|planted bug|planted:", re.I)
 CHECKED = re.compile(r"planted|pytest\.raises\(AssertionError")
 
 
-def _decorated_planted(node: ast.FunctionDef, source: str) -> bool:
-    return any("planted" in (ast.get_source_segment(source, d) or "") for d in node.decorator_list)
+def _segment(lines: list[bytes], node: ast.AST) -> str:
+    """``ast.get_source_segment`` from the file's lines split once (that function splits the whole file at every call:
+    10 s of CPU over the suite's tests before)."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first][node.col_offset:node.end_col_offset].decode()
+    return b"".join([lines[first][node.col_offset:], *lines[first + 1:last], lines[last][:node.end_col_offset]]).decode()
 
 
 def claims() -> tuple[set[str], set[str]]:
@@ -28,6 +33,7 @@ def claims() -> tuple[set[str], set[str]]:
     claimed, checked = set(), set()
     for path in sorted(HERE.rglob("test_*.py")):
         source = path.read_text(encoding="utf-8")
+        lines = source.encode().splitlines(keepends=True)  # the AST's column offsets count UTF-8 bytes
         for node in ast.walk(ast.parse(source)):
             if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
                 continue
@@ -36,8 +42,8 @@ def claims() -> tuple[set[str], set[str]]:
                 continue
             name = f"{path.relative_to(HERE).as_posix()}::{node.name}"
             claimed.add(name)
-            body = "\n".join(ast.get_source_segment(source, b) or "" for b in node.body[1:])
-            if _decorated_planted(node, source) or CHECKED.search(body):
+            body = "\n".join(_segment(lines, b) for b in node.body[1:])
+            if any("planted" in _segment(lines, d) for d in node.decorator_list) or CHECKED.search(body):
                 checked.add(name)
     return claimed, checked
 
