@@ -435,3 +435,21 @@ def test_user_workloads_run_with_no_code_change_and_atr_makes_no_mistake(tmp_pat
     assert (f"This run: {workloads} workloads × 5 mutation classes = {workloads * 5} mutation cases, "
             "under 7 schedules") in report
     assert "15 mutation cases" not in report
+
+
+@pytest.mark.planted("scenarios:load_scenarios", "tuple(_stamp(p) for p in files)", "tuple(str(p) for p in files)")
+def test_a_scenario_file_changed_between_two_loads_is_read_again(tmp_path):
+    """One process parses the scenario files once while none changes (scenarios/__init__.py), and again once one is
+    rewritten, added or removed.  Planted bug this catches: parsed scenarios cached by file name alone, so a user who
+    edits a workload in a long-lived process (a notebook, a test session) keeps getting the old one."""
+    src = (Path(__file__).parent / "data" / "lease_extension.toml").read_text(encoding="utf-8")
+    path = tmp_path / "lease_extension.toml"
+    path.write_text(src, encoding="utf-8")
+    first = load_workloads((tmp_path,))["lease_extension"]
+    assert load_workloads((tmp_path,))["lease_extension"] is first  # unchanged: parsed once
+    old = "description = \"extend a tenant's lease after a credit check (test-only)\""
+    assert src.count(old) == 1
+    path.write_text(src.replace(old, 'description = "edited by the user"'), encoding="utf-8")
+    assert load_workloads((tmp_path,))["lease_extension"].description == "edited by the user"
+    path.unlink()
+    assert "lease_extension" not in load_workloads((tmp_path,))
