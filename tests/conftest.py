@@ -28,7 +28,7 @@ def _in_children(target: str, old: str, new: str):
     """The plant also in every Python the test starts with this process's environment (tests/plant_site), in every
     framework env server started meanwhile (runners/resume/envs.py passes it on; those servers, keyed on the plant,
     are stopped afterwards so none outlives the planted run), and in a resume fork server of its own (the warm one
-    is put aside meanwhile and back afterwards)."""
+    is put aside meanwhile and back afterwards); the scenarios this process parsed are forgotten before and after."""
     saved = {k: os.environ.get(k) for k in ("DRIFTLAB_PLANT", "DRIFTLAB_PLANT_SITE", "PYTHONPATH")}
     os.environ["DRIFTLAB_PLANT"] = plant = json.dumps([target, old, new])
     os.environ["DRIFTLAB_PLANT_SITE"] = PLANT_SITE
@@ -39,9 +39,13 @@ def _in_children(target: str, old: str, new: str):
     warm = zygote._ZYGOTE if zygote else None
     if zygote:
         zygote._ZYGOTE = None
+    import scenarios  # scenarios parsed once per process: parsed again under the plant, and never kept from it
+
+    scenarios._PARSED.clear()
     try:
         yield
     finally:
+        scenarios._PARSED.clear()
         sys.path.remove(PLANT_SITE)
         zygote = sys.modules.get("runners.resume.zygote")
         if zygote is not None:
