@@ -73,7 +73,7 @@ def scenario_files(extra_dirs: tuple[Path | str, ...] = ()) -> list[Path]:
 
 #: what :func:`load_scenarios` parsed, by family asked and the files' (path, inode, size, modification time): a cell
 #: loads its scenarios at every call (the revalidation family once per cell), and parsing every file each time was
-#: most of that family's CPU (2026-12-06: 8 of 16 s over the quick profile's 420 outcome cells at 2 repetitions)
+#: most of that family's CPU (2026-12-06, the quick profile's 420 outcome cells at 2 repetitions: 15.9 s -> 1.4 s)
 _PARSED: dict[tuple, dict[str, dict[str, Any]]] = {}
 
 
