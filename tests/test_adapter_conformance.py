@@ -78,15 +78,12 @@ _RUNS = itertools.count()
 
 
 def server(d: Declared):
-    """One warm fork server per environment, adapter and options in this test process (started on first use), kept
-    where ``runners.resume.envs.server`` keeps the lab's: a test of the same worker that runs the framework through the
+    """One warm fork server per environment, adapter and options in this test process (started on first use): the
+    lab's own (``runners.resume.envs.server_of``), so a test of the same worker that runs the framework through the
     lab (``test_resume_framework_*.py``, in the env's group: :func:`env_group`) uses the same server."""
-    from runners.resume import envs
+    from runners.resume.envs import server_of
 
-    s = envs._SERVERS.get(envs._key(d))
-    if s is None or not s.alive():
-        s = envs._SERVERS[envs._key(d)] = envs.EnvServer(d)
-    return s
+    return server_of(d)
 
 
 class Cell:

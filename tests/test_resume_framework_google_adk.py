@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 from test_adapter_conformance import env_group
-
 from test_resume_framework_adapters import _calls, _ledger, judged_fault, recoveries
 
 RUNTIME = "google-adk@2.13"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 from test_adapter_conformance import env_group
-
 from test_resume_framework_adapters import _fault, _fired
 
 RUNTIME = "openai-agents@0.24"

@@ -401,7 +401,11 @@ def where(runtime: str) -> str:
 
 def server(name: str) -> EnvServer:
     """This process's fork server for the framework runtime ``name`` (started on first use; a dead one replaced)."""
-    decl = declared()[name]
+    return server_of(declared()[name])
+
+
+def server_of(decl: Declared) -> EnvServer:
+    """:func:`server` of a declaration (a test's planted adapter in a real env has one, not a name in the envs)."""
     s = _SERVERS.get(_key(decl))
     if s is None or not s.alive():
         s = _SERVERS[_key(decl)] = EnvServer(decl)
