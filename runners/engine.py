@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import sys
-import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,7 +33,7 @@ from analysis.artifact import Artifact
 from analysis.pipeline import check_layout, json_kind, writable
 from analysis.records import experiments_in
 from mechanisms import family_of_name
-from runners.execute import pending, run_cells
+from runners.execute import Part, pending, run_together
 from runners.experiment import Cell, DriftlabError, Experiment, Options
 from runners.experiments import EXPERIMENTS, FAMILIES
 from runners.interrupt import raise_if_interrupted
@@ -393,6 +392,17 @@ def time_limit(request: Request, cells: list[Cell], experiment: Experiment) -> f
 
 
 
+def batches(request: Request) -> list[list[str]]:
+    """The order experiments run in: each benchmark (an experiment that wants a quiet machine) first and alone, then
+    every other experiment's cells in one pool of workers, where a worker freed in one experiment's last cells takes
+    the next one's (``runners.execute.run_together``); on Dask, one experiment at a time."""
+    alone = [n for n in request.experiments if not EXPERIMENTS[n].parallel]
+    rest = [n for n in request.experiments if EXPERIMENTS[n].parallel]
+    if request.executor == "dask":
+        return [[n] for n in alone + rest]
+    return [[n] for n in alone] + ([rest] if rest else [])
+
+
 def _earlier_walls(run_dir: Path) -> dict[str, float]:
     """The wall seconds an earlier invocation on this run folder recorded per experiment (none if none finished)."""
     try:
@@ -437,22 +447,27 @@ def run(request: Request) -> Path:
         per_cell = {n: known[f"{key}/{n}"] for n in request.experiments if f"{key}/{n}" in known}
         measured: dict[str, tuple[float, float]] = {}  # finished experiment -> (wall seconds, declared)
         earlier = _earlier_walls(run_dir)  # a rerun that finds an experiment done keeps the time it took then
-        for k, name in enumerate(request.experiments, 1):
-            todo = todo_of[name]
-            left = timings.remaining(list(request.experiments[k - 1:]), {n: len(todo_of[n]) for n in todo_of},
-                                     declared, per_cell, measured)
-            say(_progress_line(k, name, len(todo), request.experiments, left))
-            t0 = time.perf_counter()
-            written = run_cells(EXPERIMENTS[name], cells[name], options, run_dir, request.jobs,
-                                progress=not request.quiet, executor=request.executor, scheduler=request.scheduler,
-                                label=f"[{k}/{len(request.experiments)}] {name}",
-                                timeout_s=time_limit(request, cells[name], EXPERIMENTS[name]))
-            done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
-                          "wall_seconds": round(time.perf_counter() - t0, 3) if todo or name not in earlier
-                          else earlier[name]}
-            if todo:  # an experiment whose cells were all done says nothing about how long cells take
-                measured[name] = (done[name]["wall_seconds"], declared[name])
-                timings.remember(key, name, done[name]["wall_seconds"], len(todo))
+        order = [name for batch in batches(request) for name in batch]
+
+        def begin(name: str, n: int) -> None:
+            k = order.index(name) + 1
+            left = timings.remaining(order[k - 1:], {n: len(todo_of[n]) for n in todo_of}, declared, per_cell, measured)
+            say(_progress_line(k, name, n, tuple(order), left))
+
+        for batch in batches(request):
+            parts = [Part(EXPERIMENTS[n], cells[n], f"[{order.index(n) + 1}/{len(order)}] {n}",
+                          time_limit(request, cells[n], EXPERIMENTS[n])) for n in batch]
+            got = run_together(parts, options, run_dir, request.jobs, progress=not request.quiet,
+                               executor=request.executor, scheduler=request.scheduler, begin=begin)
+            for name in batch:
+                written, wall = got[name]
+                todo = todo_of[name]
+                done[name] = {"cells": len(cells[name]), "cells_run_now": len(todo), "records_written_now": written,
+                              "wall_seconds": round(wall, 3) if todo or name not in earlier else earlier[name]}
+                if todo:  # an experiment whose cells were all done says nothing about how long cells take
+                    measured[name] = (done[name]["wall_seconds"], declared[name])
+                    timings.remember(key, name, done[name]["wall_seconds"], len(todo))
+        done = {name: done[name] for name in request.experiments}
         raise_if_interrupted()  # a Ctrl-C swallowed after the last cell still stops before the report
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)
         write_provenance(run_dir, profile=request.profile, seed=request.seed, jobs=request.jobs, experiments=done,

@@ -12,7 +12,10 @@ is ever appended to, so no record can be duplicated.
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 from tqdm import tqdm
@@ -94,18 +97,31 @@ def remove_partial_files(run_dir: Path, experiment: str) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def _local(experiment: Experiment, todo: list[Cell], options: Options, jobs: int, timeout_s: float | None):
-    """Cells in forked worker processes (one at a time unless the experiment runs in parallel); yields
-    (cell, output) as they finish.  A worker that dies or a cell past its time limit is a failed cell."""
+@dataclass(frozen=True)
+class Part:
+    """One experiment's share of a run of cells: its cells, its progress bar's label and its cells' time limit."""
+
+    experiment: Experiment
+    cells: list[Cell]
+    label: str
+    timeout_s: float | None = None
+
+
+def _local(parts: list[Part], todo: list[list[Cell]], options: Options, jobs: int):
+    """Every part's pending cells in one pool of forked worker processes (one at a time unless every experiment
+    runs in parallel); yields (cell, output) as they finish.  A worker that dies or a cell past its time limit is a
+    failed cell."""
     from runners.workers import TaskTimedOut, WorkerDied, run_workers
 
-    tasks = [(experiment, c, options) for c in todo]
+    of = [p for p, cells in zip(parts, todo) for _ in cells]
+    tasks = [(p.experiment, c, options) for p, cells in zip(parts, todo) for c in cells]
     try:
-        waiting = [experiment.waits(c, options) for c in todo]
-        keys = [experiment.affinity(c, options) for c in todo]
-        jobs = jobs if experiment.parallel else 1
-        for _, result in run_workers(_compute, tasks, jobs, timeout_s, waiting, keys,
-                                     waiting_jobs=jobs * experiment.waiting_workers_per_job):
+        waiting = [p.experiment.waits(c, options) for p, (_, c, _) in zip(of, tasks)]
+        keys = [p.experiment.affinity(c, options) for p, (_, c, _) in zip(of, tasks)]
+        lanes = [jobs * p.experiment.waiting_workers_per_job for p in of]
+        jobs = jobs if all(p.experiment.parallel for p in parts) else 1
+        for _, result in run_workers(_compute, tasks, jobs, [p.timeout_s for p in of], waiting, keys,
+                                     waiting_jobs=lanes):
             yield result
     except (WorkerDied, TaskTimedOut) as exc:
         cell = exc.task[1]
@@ -116,36 +132,80 @@ def _local(experiment: Experiment, todo: list[Cell], options: Options, jobs: int
 def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_dir: Path, jobs: int,
               progress: bool = True, executor: str = "local", scheduler: str | None = None,
               label: str | None = None, timeout_s: float | None = None) -> int:
-    """Run the cells not yet on disk; returns how many records were written now.
+    """One experiment's :func:`run_together`; returns how many records were written now."""
+    part = Part(experiment, cells, label or experiment.name, timeout_s)
+    return run_together([part], options, run_dir, jobs, progress, executor, scheduler)[experiment.name][0]
 
-    Wherever a cell runs (here, a local pool, a Dask worker), its output comes
-    back to this process, which alone writes the run folder, one cell at a
-    time and atomically.  The first failing cell stops the experiment with a
-    :class:`CellFailed`; the cells finished before it are kept.
+
+def run_together(parts: list[Part], options: Options, run_dir: Path, jobs: int, progress: bool = True,
+                 executor: str = "local", scheduler: str | None = None,
+                 begin: Callable[[str, int], None] | None = None) -> dict[str, tuple[int, float]]:
+    """Run the parts' cells not yet on disk, in one pool: a worker freed in one experiment's last cells takes the
+    next experiment's first ones, so no core idles in an experiment's tail.  Returns, per experiment, the records
+    written now and its wall seconds: each stretch of the run between two finished cells is charged to the
+    experiment whose cell ended it, so the experiments' seconds add up to the run's.
+
+    Wherever a cell runs (here, a local pool, a Dask worker: one part only), its output comes back to this process,
+    which alone writes the run folder, one cell at a time and atomically.  The first failing cell stops the run
+    with a :class:`CellFailed`; the cells finished before it are kept.  One progress bar at a time, of the oldest
+    experiment with cells left (``begin(name, cells to run)`` is called as it becomes that one; its bar starts
+    with what already finished).
     """
-    remove_partial_files(run_dir, experiment.name)
-    todo = pending(run_dir, cells)
-    total = sum(c.repetitions for c in todo)
-    bar = tqdm(total=total, unit="exec", desc=label or experiment.name, disable=not progress or not todo,
-               dynamic_ncols=True, leave=True)
-    written = 0
-    if executor == "dask" and experiment.parallel and todo:
-        from runners.dask_executor import run_on_dask
+    for part in parts:
+        remove_partial_files(run_dir, part.experiment.name)
+    todo = [pending(run_dir, p.cells) for p in parts]
+    index = {p.experiment.name: k for k, p in enumerate(parts)}
+    left = [len(cells) for cells in todo]
+    ran = [0] * len(parts)  # executions finished now
+    written = [0] * len(parts)
+    wall = [0.0] * len(parts)
+    bar, front = None, -1
 
-        results = run_on_dask(experiment, todo, options, jobs, scheduler, timeout_s)
-    else:
-        results = _local(experiment, todo, options, jobs, timeout_s)
+    def advance() -> None:  # close the finished oldest experiments' bars and open the next one's
+        nonlocal bar, front
+        while front < len(parts) and (front < 0 or not left[front]):
+            if bar is not None:
+                bar.close()
+                bar = None
+            front += 1
+            if front < len(parts):
+                if begin:
+                    begin(parts[front].experiment.name, len(todo[front]))
+                bar = tqdm(total=sum(c.repetitions for c in todo[front]), initial=ran[front], unit="exec",
+                           desc=parts[front].label, disable=not progress or not todo[front], dynamic_ncols=True,
+                           leave=True)
+
+    results = None
+    if any(todo):
+        if executor == "dask" and all(p.experiment.parallel for p in parts):
+            from runners.dask_executor import run_on_dask
+
+            if len(parts) != 1:
+                raise ValueError("run_together: the Dask executor runs one experiment at a time")
+            results = run_on_dask(parts[0].experiment, todo[0], options, jobs, scheduler, parts[0].timeout_s)
+        else:
+            results = _local(parts, todo, options, jobs)
+    t = time.perf_counter()
     try:
-        for cell, output in results:
+        advance()
+        for cell, output in results or ():
+            k = index[cell.experiment]
             if isinstance(output, str):
-                raise CellFailed(f"{experiment.name}: cell {cell.id} failed: {output} "
+                raise CellFailed(f"{cell.experiment}: cell {cell.id} failed: {output} "
                                  f"(finished cells are kept in {run_dir})")
-            written += write_cell(run_dir, cell, output)
-            bar.update(cell.repetitions)
+            written[k] += write_cell(run_dir, cell, output)
+            ran[k] += cell.repetitions
+            left[k] -= 1
+            now = time.perf_counter()
+            wall[k], t = wall[k] + now - t, now
+            if k == front:
+                bar.update(cell.repetitions)
+            advance()
             raise_if_interrupted()
     finally:
         close = getattr(results, "close", None)
         if close:
             close()
-        bar.close()
-    return written
+        if bar is not None:
+            bar.close()
+    return {p.experiment.name: (written[k], wall[k]) for k, p in enumerate(parts)}

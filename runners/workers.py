@@ -108,22 +108,26 @@ def _worker(parent: int, conn, fn: Callable, tasks: Sequence) -> None:
         os._exit(0)  # never run the main process's atexit handlers or flush its buffers twice
 
 
-def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s: float | None,
+def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s: float | Sequence[float | None] | None,
                 waiting: Sequence[bool] | None = None,
                 keys: Sequence[str | None] | None = None,
-                waiting_jobs: int | None = None) -> Iterator[tuple[Any, Any]]:
+                waiting_jobs: int | Sequence[int] | None = None) -> Iterator[tuple[Any, Any]]:
     """``fn(task)`` for every task in up to ``jobs`` forked workers; yields ``(task, result)`` in completion order.
 
     ``fn`` must return normally (catch what a task may raise and return it as
     a value); a worker that ends mid-task raises :class:`WorkerDied`, a task
-    past ``timeout_s`` raises :class:`TaskTimedOut`.  Closing the iterator
+    past ``timeout_s`` raises :class:`TaskTimedOut` (one limit for every task,
+    or a list with each task's own; None: no limit).  Closing the iterator
     (or any error, Ctrl-C included) SIGKILLs every worker and reaps it.
 
     ``waiting[i]`` true marks a task that spends its time waiting, not
     computing (e.g. for a server's timeout): such tasks get up to
     ``waiting_jobs`` workers of their own (default ``jobs``) beside the
     others, whose workers also take them once nothing else is left; a
-    waiting task's worker never takes another.
+    waiting task's worker never takes another.  A list of ``waiting_jobs``
+    gives each task its own lane size (tasks of several experiments in one
+    pool): a waiting task starts in that lane only while fewer of the lane's
+    workers than its size are busy.
     With ``jobs`` = 1 every task runs alone, in order.
 
     ``keys[i]`` (None: no key) names what task ``i`` keeps warm in its worker
@@ -139,6 +143,8 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
         return
     ctx = multiprocess.get_context("fork")
     waits = list(waiting) if waiting is not None and jobs > 1 else [False] * len(tasks)  # one job: one at a time
+    limits = list(timeout_s) if isinstance(timeout_s, (list, tuple)) else [timeout_s] * len(tasks)
+    sizes = list(waiting_jobs) if isinstance(waiting_jobs, (list, tuple)) else [waiting_jobs or jobs] * len(tasks)
     todo = {lane: [i for i in reversed(range(len(tasks))) if waits[i] == lane] for lane in (False, True)}
 
     keyed = keys is not None and any(k is not None for k in keys)  # no key at all: in order, no search
@@ -146,12 +152,15 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
 
     def take(conn, lane: bool) -> int | None:  # the next task for this worker, of its lane
         for queue in (todo[True],) if lane else (todo[False], todo[True]):
-            if queue:
-                at = len(queue) - 1  # the queue's first task is its last item
+            order = range(len(queue) - 1, -1, -1)  # the queue's first task is its last item
+            if lane:  # only a task whose lane size leaves room beside the lane's busy workers
+                busy = sum(1 for c, s in workers.items() if s[2] and s[1] is not None and c is not conn)
+                order = [j for j in order if sizes[queue[j]] > busy]
+            if order:
+                at = order[0]
                 if keyed:
                     mine = last.get(conn)
                     held = {k for c, k in last.items() if c is not conn and k is not None}
-                    order = range(len(queue) - 1, -1, -1)
                     same = next((j for j in order if keys[queue[j]] == mine), None) if mine is not None else None
                     at = same if same is not None else next((j for j in order if keys[queue[j]] not in held), at)
                     last[conn] = keys[queue[at]]
@@ -160,7 +169,7 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
 
     workers: dict[Any, list] = {}  # our end of the pipe -> [process, None | (task index, started), waiting lane]
     try:
-        lanes = {False: max(1, jobs), True: max(1, waiting_jobs or jobs)}
+        lanes = {False: max(1, jobs), True: max([1, *(sizes[i] for i in todo[True])])}
         for lane in [False] * min(lanes[False], len(todo[False])) + [True] * min(lanes[True], len(todo[True])):
             ours, theirs = ctx.Pipe()
             proc = ctx.Process(target=_worker, args=(os.getpid(), theirs, fn, tasks), daemon=True)
@@ -174,10 +183,9 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
                 slot[1] = (i, time.monotonic())
         while any(slot[1] is not None for slot in workers.values()):
             busy = {conn: slot for conn, slot in workers.items() if slot[1] is not None}
-            wait_s = None
-            if timeout_s is not None:
-                first = min(started for _, started in (s[1] for s in busy.values()))
-                wait_s = None if first == math.inf else max(0.0, first + timeout_s - time.monotonic())
+            ends = [started + limits[i] for i, started in (s[1] for s in busy.values()) if limits[i] is not None]
+            first = min(ends, default=math.inf)  # the first task to reach its limit (a paused one never does)
+            wait_s = None if first == math.inf else max(0.0, first - time.monotonic())
             ready = wait([*busy, *(s[0].sentinel for s in busy.values())], wait_s)
             for conn, slot in busy.items():
                 proc, (i, started), lane = slot
@@ -199,8 +207,8 @@ def run_workers(fn: Callable[[Any], Any], tasks: Sequence, jobs: int, timeout_s:
                 elif proc.sentinel in ready:
                     proc.join()
                     raise WorkerDied(tasks[i], proc.exitcode)
-                elif timeout_s is not None and time.monotonic() - started >= timeout_s:
-                    raise TaskTimedOut(tasks[i], timeout_s)
+                elif limits[i] is not None and time.monotonic() - started >= limits[i]:
+                    raise TaskTimedOut(tasks[i], limits[i])
     finally:
         for conn, (proc, slot, _) in workers.items():
             if proc.is_alive() and slot is None:

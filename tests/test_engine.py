@@ -115,3 +115,19 @@ def test_a_worker_killed_mid_run_still_ends_in_a_complete_run_without_duplicates
     assert len(got) == cells * 40 and not got.duplicated(["cell", "repetition"]).any()
     whole = quick_omission(tmp_path, "whole", "--repetitions", "40")
     assert (whole / "tables" / "revalidation_omission.csv").read_text() == (out / "tables" / "revalidation_omission.csv").read_text()
+
+
+@pytest.mark.planted("runners.engine:batches", "return [[n] for n in alone] + ([rest] if rest else [])",
+                     "return [alone + rest]")
+def test_benchmarks_run_first_and_alone_and_every_other_experiment_shares_one_pool():
+    """The order of a whole run: each benchmark (``parallel = False``) in a batch of its own, before anything else
+    has started a worker, then every other experiment in one batch (one pool), in the registry's order; on Dask one
+    experiment at a time.  Planted bug: benchmarks in the shared pool, timed beside other experiments' cells (and so
+    with one job: a pool holding a benchmark runs everything one cell at a time)."""
+    from runners.engine import Request, batches
+
+    names = list(runners.experiments.EXPERIMENTS)
+    alone = [n for n in names if not runners.experiments.EXPERIMENTS[n].parallel]
+    got = batches(Request(tuple(names)))
+    assert alone and got == [[n] for n in alone] + [[n for n in names if n not in alone]]
+    assert batches(Request(tuple(names), executor="dask")) == [[n] for n in alone + got[-1]]

@@ -172,9 +172,10 @@ class _Sleepers(Experiment):
         return CellOutput({"start": [start], "end": [end]})
 
 
-@pytest.mark.planted("runners.workers:run_workers", "True: max(1, waiting_jobs or jobs)}", "True: max(1, jobs)}")
-@pytest.mark.planted("runners.execute:_local", "waiting_jobs=jobs * experiment.waiting_workers_per_job",
-                     "waiting_jobs=jobs")
+@pytest.mark.planted("runners.workers:run_workers", "True: max([1, *(sizes[i] for i in todo[True])])}",
+                     "True: max(1, jobs)}")
+@pytest.mark.planted("runners.execute:_local", "lanes = [jobs * p.experiment.waiting_workers_per_job for p in of]",
+                     "lanes = [jobs for p in of]")
 def test_an_experiment_whose_waiting_cells_sleep_gets_more_waiting_workers_than_jobs(tmp_path):
     """An experiment's ``waiting_workers_per_job`` sizes its waiting lane apart from the computing one: four cells
     that only sleep run at once with two jobs (planted bugs: the lane held to ``jobs`` workers, in the pool or in
@@ -192,6 +193,79 @@ def test_an_experiment_whose_waiting_cells_sleep_gets_more_waiting_workers_than_
     tasks = ["wait-1", "wait-2", "wait-3", "wait-4"]
     got = {r[0]: r[1:] for _, r in run_workers(_slept, tasks, 2, 30, [True] * 4)}
     assert _most_at_once(got) == 2
+
+
+class _Spans(Experiment):
+    """Cells that sleep the seconds their parameter says and record when they ran."""
+
+    family = "resume"
+    description = "cells that sleep and say when"
+
+    def __init__(self, name: str, seconds: list[float]):
+        self.name, self.spans = name, seconds
+
+    def cells(self, profile, seed, options):
+        return [Cell(self.name, (("i", i), ("s", s)), 1, seed) for i, s in enumerate(self.spans)]
+
+    def run_cell(self, cell, options):
+        start = time.time()
+        time.sleep(cell.p["s"])
+        return CellOutput({"start": [start], "end": [time.time()]})
+
+
+@pytest.mark.planted("runners.execute:run_together", "results = _local(parts, todo, options, jobs)",
+                     "results = (r for k in range(len(parts)) for r in _local([parts[k]], [todo[k]], options, jobs))")
+@pytest.mark.planted("runners.execute:run_together", "wall[k], t = wall[k] + now - t, now", "wall[k] = now - t")
+def test_the_next_experiments_cells_run_in_the_tail_of_the_previous_one(tmp_path):
+    """Experiments run together share one pool: while the first experiment's long last cell runs, the worker that
+    finished its short one takes the second experiment's cells.  Planted bugs: a pool per experiment, so a core idles
+    through every experiment's tail; walls that are not the run's time shared out (each experiment's counted from the
+    pool's start), so they add up to more than the run took."""
+    import pandas as pd
+
+    from runners.execute import Part, run_together
+
+    first, second = _Spans("test_first", [1.5, 0.1]), _Spans("test_second", [0.2, 0.2])
+    parts = [Part(e, e.cells("quick", 1, Options()), e.name) for e in (first, second)]
+    t0 = time.perf_counter()
+    got = run_together(parts, Options(), tmp_path, 2, progress=False)
+    took = time.perf_counter() - t0
+    span = {e.name: pd.concat([pd.read_parquet(p) for p in (tmp_path / "records" / e.name).glob("*.parquet")])
+            for e in (first, second)}
+    assert {name: n for name, (n, _) in got.items()} == {"test_first": 2, "test_second": 2}
+    assert span["test_second"].end.max() < span["test_first"].end.max(), "the second ran beside the first's tail"
+    assert all(wall > 0 for _, wall in got.values()) and sum(wall for _, wall in got.values()) <= took
+
+
+def _limited(t):
+    time.sleep(t)
+    return t
+
+
+@pytest.mark.planted("runners.workers:run_workers", "limits = list(timeout_s) if isinstance(timeout_s, (list, tuple))",
+                     "limits = [timeout_s[0]] * len(tasks) if isinstance(timeout_s, (list, tuple))")
+def test_each_task_is_held_to_its_own_time_limit():
+    """Tasks of several experiments share a pool, each with its experiment's limit.  Planted bug: one limit for every
+    task (the first experiment's), so a long cell of a later experiment is killed as hung, or a hang outlives its
+    own limit."""
+    assert sorted(r for _, r in run_workers(_limited, [0.1, 1.5], 2, [1.0, 5.0])) == [0.1, 1.5]
+    with pytest.raises(TaskTimedOut) as raised:
+        list(run_workers(_limited, [0.1, 30.0], 2, [5.0, 0.5]))
+    assert raised.value.task == 30.0 and raised.value.timeout_s == 0.5
+
+
+@pytest.mark.planted("runners.workers:run_workers", "order = [j for j in order if sizes[queue[j]] > busy]",
+                     "order = list(order)")
+def test_a_waiting_task_keeps_to_its_own_lane_size_in_a_shared_pool():
+    """Waiting tasks of an experiment with a lane of 2 beside one with a lane of 4: the pool starts 4 waiting
+    workers, and never more than 2 of them are busy when one of the first experiment's tasks starts (planted bug:
+    lane sizes ignored, so every waiting task takes the largest lane: each adds an env server's worth of CPU)."""
+    tasks = ["two-1", "two-2", "two-3", "two-4", "four-1", "four-2", "four-3", "four-4"]
+    sizes = [2 if t.startswith("two") else 4 for t in tasks]
+    got = {r[0]: r[1:] for _, r in run_workers(_slept, tasks, 2, 30, [True] * len(tasks), waiting_jobs=sizes)}
+    assert sorted(got) == sorted(tasks)
+    assert _most_at_once(got, [t for t in tasks if t.startswith("two")]) <= 2
+    assert _most_at_once(got) == 4
 
 
 # ------------------------------------------------------------------ SIGKILL between run.json.tmp and its rename
