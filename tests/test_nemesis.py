@@ -235,8 +235,23 @@ def _netns() -> list[str]:
                                                        text=True).stdout.splitlines() if line.split()]
 
 
+def same_worker(pid: int) -> bool:
+    """Whether process ``pid`` belongs to this test worker: it holds our ``PYTEST_XDIST_WORKER``, which everything the
+    lab starts inherits (always true outside pytest-xdist).  Another worker's tests run at the same time, and what
+    they leave is theirs to judge (a check of this worker's cells that scanned the whole machine failed once in CI,
+    2026-12-06, on two env servers whose owner it could not name)."""
+    mine = os.environ.get("PYTEST_XDIST_WORKER")
+    if mine is None:
+        return True
+    try:
+        return f"PYTEST_XDIST_WORKER={mine}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
 def _orphans() -> list[str]:
-    """Proxies and resumers (named ``dlnem-*``) whose parent is gone: what a killed run would leave running."""
+    """Proxies and resumers (named ``dlnem-*``) of this test worker whose parent is gone: what a killed run would leave
+    running."""
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -245,7 +260,8 @@ def _orphans() -> list[str]:
             except OSError:
                 continue
             parent = _parent(int(entry.name))
-            if comm.startswith("dlnem-") and (parent in (None, 1) or not hosts._alive(parent)):
+            if comm.startswith("dlnem-") and (parent in (None, 1) or not hosts._alive(parent)) and same_worker(
+                    int(entry.name)):
                 out.append(f"{entry.name} {comm}")
     return out
 

@@ -27,7 +27,7 @@ import pytest
 from runners.experiment import DriftlabError
 from runners.resume import envs, hosts, nemesis, pgcluster
 from test_nemesis import (_netns, _orphans, _parent, netns, reachable, run_nemesis_cells,  # noqa: F401
-                         shared_pg_untouched)  # the fixtures of tests/test_nemesis.py
+                         same_worker, shared_pg_untouched)  # the fixtures of tests/test_nemesis.py
 from vocabulary.resume import CONSUME, DEFAULT_GRAPH, EFFECT, TRACE
 
 pytestmark = pytest.mark.xdist_group("test_nemesis_dbos")  # one worker: its module-scoped cells run once
@@ -47,7 +47,7 @@ def _left_after(scratch: Path, timeout: float = 10.0) -> list[str]:
 
 def _left(scratch: Path) -> list[str]:
     """What of this process's nemesis still exists: namespaces, links, postmasters, proxies, resumers, pause folders,
-    env servers whose parent is gone, and hosted servers (or calls) of this process's warm env server."""
+    this test worker's env servers whose parent is gone, and hosted servers (or calls) of this process's warm env server."""
     mine = os.getpid()
     out = [f"netns {n}" for n in _netns() if n.startswith(f"{hosts.PREFIX}{mine}-")]
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
@@ -65,7 +65,8 @@ def _left(scratch: Path) -> list[str]:
         parent = _parent(int(entry.name))
         if comm.startswith("dlnem-") and parent == mine:  # a proxy or resumer this process forked, still running
             out.append(f"{entry.name} {comm}")
-        if "frameworks/protocol.py" in cmd and (parent in (None, 1) or not hosts._alive(parent)):
+        if "frameworks/protocol.py" in cmd and (parent in (None, 1) or not hosts._alive(parent)) and same_worker(
+                int(entry.name)):
             out.append(f"env server {entry.name} without its parent")
         elif "frameworks/protocol.py" in cmd and parent != mine and _parent(parent) == mine:
             out.append(f"hosted server or call {entry.name} of the warm env server {parent}")
