@@ -447,14 +447,15 @@ def run(request: Request) -> Path:
         per_cell = {n: known[f"{key}/{n}"] for n in request.experiments if f"{key}/{n}" in known}
         measured: dict[str, tuple[float, float]] = {}  # finished experiment -> (wall seconds, declared)
         earlier = _earlier_walls(run_dir)  # a rerun that finds an experiment done keeps the time it took then
-        order = [name for batch in batches(request) for name in batch]
+        runs = batches(request)
+        order = [name for batch in runs for name in batch]
 
         def begin(name: str, n: int) -> None:
             k = order.index(name) + 1
             left = timings.remaining(order[k - 1:], {n: len(todo_of[n]) for n in todo_of}, declared, per_cell, measured)
             say(_progress_line(k, name, n, tuple(order), left))
 
-        for batch in batches(request):
+        for batch in runs:
             parts = [Part(EXPERIMENTS[n], cells[n], f"[{order.index(n) + 1}/{len(order)}] {n}",
                           time_limit(request, cells[n], EXPERIMENTS[n])) for n in batch]
             got = run_together(parts, options, run_dir, request.jobs, progress=not request.quiet,

@@ -129,14 +129,6 @@ def _local(parts: list[Part], todo: list[list[Cell]], options: Options, jobs: in
         yield cell, (f"mechanism {who}: " if who else "") + str(exc)
 
 
-def run_cells(experiment: Experiment, cells: list[Cell], options: Options, run_dir: Path, jobs: int,
-              progress: bool = True, executor: str = "local", scheduler: str | None = None,
-              label: str | None = None, timeout_s: float | None = None) -> int:
-    """One experiment's :func:`run_together`; returns how many records were written now."""
-    part = Part(experiment, cells, label or experiment.name, timeout_s)
-    return run_together([part], options, run_dir, jobs, progress, executor, scheduler)[experiment.name][0]
-
-
 def run_together(parts: list[Part], options: Options, run_dir: Path, jobs: int, progress: bool = True,
                  executor: str = "local", scheduler: str | None = None,
                  begin: Callable[[str, int], None] | None = None) -> dict[str, tuple[int, float]]:

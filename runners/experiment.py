@@ -135,7 +135,8 @@ class Experiment:
     name: ClassVar[str]  # the experiment's artifact name, e.g. "revalidation_outcomes"
     family: ClassVar[str]  # revalidation | isolation | resume
     description: ClassVar[str]
-    #: cells run in parallel worker processes unless False (e.g. benchmarks, which want a quiet machine)
+    #: cells run in parallel worker processes, beside other experiments' cells, unless False (benchmarks, which
+    #: want a quiet machine: they run before the others, alone, one cell at a time; ``runners.engine.batches``)
     parallel: ClassVar[bool] = True
     #: workers of the waiting lane (cells :meth:`waits` marks) per job: more than one only where a waiting cell
     #: sleeps nearly all its time, measured with the CPU it adds (each worker starts its own env servers)

@@ -183,10 +183,10 @@ def test_an_experiment_whose_waiting_cells_sleep_gets_more_waiting_workers_than_
     cores idle); a pool given no lane size keeps ``jobs`` waiting workers."""
     import pandas as pd
 
-    from runners.execute import run_cells
+    from runners.execute import Part, run_together
 
     exp = _Sleepers()
-    run_cells(exp, exp.cells("quick", 1, Options()), Options(), tmp_path, 2, progress=False)
+    run_together([Part(exp, exp.cells("quick", 1, Options()), exp.name)], Options(), tmp_path, 2, progress=False)
     frames = [pd.read_parquet(p) for p in (tmp_path / "records" / exp.name).glob("*.parquet")]
     assert len(frames) == 4
     assert _most_at_once({f.cell[0]: (f.start[0], f.end[0]) for f in frames}) == 4
