@@ -3,13 +3,16 @@
 ``driftlab analyze RUN_DIR`` calls :func:`analyze`; so does ``reproduce``
 after its cells have run.  Nothing here runs an experiment: the artifact
 declarations (:class:`analysis.artifact.Artifact`) come from the caller.
-Every table is built in memory first; files are written only once all of
-them succeeded, so bad records leave no partial table behind.
+Every table is built in memory and every figure in a staging folder first;
+files are published only once all of them succeeded, so bad records leave no
+partial table or figure behind.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -104,51 +107,66 @@ def check_run_folder(run_dir: Path, artifacts: list[Artifact]) -> None:
             raise RecordsError(f"{run_dir}/records/{name}: holds no records (no .parquet file)")
 
 
-#: one figure to draw: (draw, records, table, path stem) -> the files written
-Drawing = tuple
-DrawAll = Callable[[list[Drawing]], list[list[Path]]]
+#: ``map_all(fn, items)``: ``[fn(item) for item in items]``, in that order (the runners pass one that runs them in
+#: worker processes: ``runners.engine.map_in_workers``)
+MapAll = Callable[[Callable, list], list]
+#: one artifact built: its table, its report section (files not yet set) and the figure files it drew
+Built = tuple
 
 
-def draw_here(jobs: list[Drawing]) -> list[list[Path]]:
-    """Draw every figure in this process, in order."""
-    return [draw(records, table, out) for draw, records, table, out in jobs]
+def map_here(fn: Callable, items: list) -> list:
+    return [fn(item) for item in items]
 
 
-def analyze(run_dir: Path, artifacts: list[Artifact], draw_all: DrawAll = draw_here) -> list[Section]:
-    """Build every artifact whose experiment has records in ``run_dir``; write tables, figures, report.md.
-
-    ``draw_all`` draws the figures (the files each wrote, in the order given): here by default; the runners pass
-    one that draws them in worker processes (``runners.engine.draw_in_workers``)."""
-    run_dir = Path(run_dir)
-    check_run_folder(run_dir, artifacts)
-    present = set(experiments_in(run_dir))
+def build(run_dir: Path, experiment: str, arts: list[Artifact], stage: Path) -> list[Built]:
+    """One experiment's artifacts from its records: each table, its figures (drawn into ``stage``, a folder no
+    reader looks at) and its report section."""
+    records = load_records(run_dir, experiment)
     built = []
-    records_of: dict[str, object] = {}
-    for art in artifacts:  # compute every table first: bad records must not leave partial output
-        if art.experiment not in present:
-            continue
-        if art.experiment not in records_of:
-            records_of[art.experiment] = load_records(run_dir, art.experiment)
-        records = records_of[art.experiment]
-        built.append((art, records, art.table(records)))
-    tables, figures = run_dir / "tables", run_dir / "figures"
-    tables.mkdir(exist_ok=True)
-    figures.mkdir(exist_ok=True)
-    sections = []
-    drawn = iter(draw_all([(art.draw, records, table, figures / art.name) for art, records, table in built
-                           if art.draw is not None]))
-    for art, records, table in built:
-        table.to_csv(tables / f"{art.name}.csv.tmp", index=False)
-        (tables / f"{art.name}.csv.tmp").replace(tables / f"{art.name}.csv")
-        _atomic_text(tables / f"{art.name}.md", markdown_table(table))
-        files = [f"tables/{art.name}.csv", f"tables/{art.name}.md"]
-        if art.draw is not None:
-            files += [str(p.relative_to(run_dir)) for p in next(drawn)]
+    for art in arts:
+        table = art.table(records)
+        drawn = art.draw(records, table, stage / art.name) if art.draw is not None else []
         section = art.report(table, records)
-        section.files = files
         section.question = section.question or QUESTIONS.get(art.name, "")
         if art.findings is not None:
             section.findings = [*section.findings, *art.findings(table, records)]
-        sections.append(section)
+        built.append((table, section, drawn))
+    return built
+
+
+def analyze(run_dir: Path, artifacts: list[Artifact], map_all: MapAll = map_here) -> list[Section]:
+    """Build every artifact whose experiment has records in ``run_dir``; write tables, figures, report.md.
+
+    Each experiment's artifacts are built by ``map_all`` (here by default; the runners pass one that builds them in
+    worker processes), figures into a staging folder; only once every experiment's were built are the tables
+    written and the figures moved into ``figures/``, so bad records leave no partial output behind."""
+    run_dir = Path(run_dir)
+    check_run_folder(run_dir, artifacts)
+    present = set(experiments_in(run_dir))
+    groups: dict[str, list[Artifact]] = {}
+    for art in artifacts:
+        if art.experiment in present:
+            groups.setdefault(art.experiment, []).append(art)
+    for old in run_dir.glob(".analysis-*"):  # left by an analysis that was killed
+        shutil.rmtree(old, ignore_errors=True)
+    stage = Path(tempfile.mkdtemp(prefix=".analysis-", dir=run_dir))
+    try:
+        built = map_all(lambda exp: build(run_dir, exp, groups[exp], stage), list(groups))
+        tables, figures = run_dir / "tables", run_dir / "figures"
+        tables.mkdir(exist_ok=True)
+        figures.mkdir(exist_ok=True)
+        sections = []
+        for arts, done in zip(groups.values(), built):
+            for art, (table, section, drawn) in zip(arts, done):
+                table.to_csv(tables / f"{art.name}.csv.tmp", index=False)
+                (tables / f"{art.name}.csv.tmp").replace(tables / f"{art.name}.csv")
+                _atomic_text(tables / f"{art.name}.md", markdown_table(table))
+                section.files = [f"tables/{art.name}.csv", f"tables/{art.name}.md"]
+                for path in drawn:
+                    Path(path).replace(figures / Path(path).name)
+                    section.files.append(f"figures/{Path(path).name}")
+                sections.append(section)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     write_report(run_dir / "report.md", sections, header(run_dir))
     return sections

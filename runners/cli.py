@@ -141,10 +141,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from analysis.pipeline import analyze
-    from runners.engine import all_artifacts, draw_in_workers
+    from runners.engine import all_artifacts, map_in_workers
 
     run_dir = Path(args.run_dir).resolve()  # `data/runs/latest` -> the run's own folder name
-    sections = analyze(run_dir, all_artifacts(run_dir), draw_in_workers)
+    sections = analyze(run_dir, all_artifacts(run_dir), map_in_workers)
     print(f"driftlab: rebuilt {len(sections)} artifact(s) and {run_dir / 'report.md'}", file=sys.stderr)
     return 0
 

@@ -100,25 +100,24 @@ def all_artifacts(run_dir: Path | None = None) -> list[Artifact]:
     return [a for n in names for a in artifacts_of(EXPERIMENTS[n])]
 
 
-def draw_in_workers(jobs: list, workers: int = 2) -> list[list[Path]]:
-    """``analysis.pipeline.analyze``'s figures drawn in forked worker processes (matplotlib is single-threaded:
-    a run's figures are most of its analysis time), in the given order.  A figure whose drawing raised is drawn
-    again here, so its error is raised as it would be without workers."""
-    from analysis.pipeline import draw_here
+def map_in_workers(fn, items: list, workers: int = 2) -> list:
+    """``analysis.pipeline.analyze``'s ``map_all``: ``fn`` of each item (an experiment's artifacts: its tables,
+    figures and report section) in forked worker processes, handed back in the order given.  An item whose ``fn``
+    raised in a worker is run again here, so its error is raised as it would be without workers."""
+    from analysis.pipeline import map_here
     from runners.workers import run_workers
 
-    if len(jobs) < 2 or workers < 2 or (os.cpu_count() or 1) < 2:
-        return draw_here(jobs)
+    if len(items) < 2 or workers < 2 or (os.cpu_count() or 1) < 2:
+        return map_here(fn, items)
 
-    def draw(i: int):
-        fn, records, table, out = jobs[i]
+    def one(i: int):
         try:
-            return fn(records, table, out)
+            return (fn(items[i]),)
         except Exception:  # noqa: BLE001 - said again in the main process, with its own traceback
             return None
 
-    got = dict(run_workers(draw, list(range(len(jobs))), workers, None))
-    return [got[i] if got[i] is not None else draw_here([jobs[i]])[0] for i in range(len(jobs))]
+    got = dict(run_workers(one, list(range(len(items))), workers, None))
+    return [got[i][0] if got[i] is not None else fn(items[i]) for i in range(len(items))]
 
 
 def assign_mechanisms(options: Options) -> None:
@@ -473,5 +472,5 @@ def run(request: Request) -> Path:
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)
         write_provenance(run_dir, profile=request.profile, seed=request.seed, jobs=request.jobs, experiments=done,
                          resumed=resumed, executor=request.executor)
-        analyze(run_dir, all_artifacts(run_dir), draw_in_workers)
+        analyze(run_dir, all_artifacts(run_dir), map_in_workers)
     return run_dir
