@@ -152,20 +152,21 @@ def analyze(run_dir: Path, artifacts: list[Artifact], map_all: MapAll = map_here
     stage = Path(tempfile.mkdtemp(prefix=".analysis-", dir=run_dir))
     try:
         built = map_all(lambda exp: build(run_dir, exp, groups[exp], stage), list(groups))
+        of = {id(art): one for arts, done in zip(groups.values(), built) for art, one in zip(arts, done)}
         tables, figures = run_dir / "tables", run_dir / "figures"
         tables.mkdir(exist_ok=True)
         figures.mkdir(exist_ok=True)
         sections = []
-        for arts, done in zip(groups.values(), built):
-            for art, (table, section, drawn) in zip(arts, done):
-                table.to_csv(tables / f"{art.name}.csv.tmp", index=False)
-                (tables / f"{art.name}.csv.tmp").replace(tables / f"{art.name}.csv")
-                _atomic_text(tables / f"{art.name}.md", markdown_table(table))
-                section.files = [f"tables/{art.name}.csv", f"tables/{art.name}.md"]
-                for path in drawn:
-                    Path(path).replace(figures / Path(path).name)
-                    section.files.append(f"figures/{Path(path).name}")
-                sections.append(section)
+        for art in (a for a in artifacts if id(a) in of):  # the report keeps the artifacts' order
+            table, section, drawn = of[id(art)]
+            table.to_csv(tables / f"{art.name}.csv.tmp", index=False)
+            (tables / f"{art.name}.csv.tmp").replace(tables / f"{art.name}.csv")
+            _atomic_text(tables / f"{art.name}.md", markdown_table(table))
+            section.files = [f"tables/{art.name}.csv", f"tables/{art.name}.md"]
+            for path in drawn:
+                Path(path).replace(figures / Path(path).name)
+                section.files.append(f"figures/{Path(path).name}")
+            sections.append(section)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     write_report(run_dir / "report.md", sections, header(run_dir))

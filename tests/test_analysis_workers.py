@@ -63,15 +63,19 @@ def _artifact(name: str, experiment: str, fail: bool = False) -> Artifact:
 
 @pytest.mark.planted("analysis.pipeline:analyze", "shutil.rmtree(stage, ignore_errors=True)", "pass")
 @pytest.mark.planted("analysis.pipeline:analyze", "Path(path).replace(figures / Path(path).name)", "pass")
+@pytest.mark.planted("analysis.pipeline:analyze", "(a for a in artifacts if id(a) in of)",
+                     "(a for arts in groups.values() for a in arts)")
 def test_figures_are_published_with_their_tables_and_nothing_when_one_experiment_fails(tmp_path):
-    """Every experiment's tables and figures land in ``tables/`` and ``figures/``, and the report lists them; when
-    one experiment's table raises, nothing is published and no staging folder is left.  Planted bugs: the staging
-    folder kept after a failure (a half-built analysis left in the run folder); figures left in the staging folder,
-    so the report lists files that are not there."""
+    """Every experiment's tables and figures land in ``tables/`` and ``figures/``, and the report lists them in the
+    artifacts' order; when one experiment's table raises, nothing is published and no staging folder is left.
+    Planted bugs: the staging folder kept after a failure (a half-built analysis left in the run folder); figures
+    left in the staging folder, so the report lists files that are not there; sections in the order experiments
+    were built, not the artifacts' (an artifact declared after another experiment's moves up the report)."""
     run = _run(tmp_path)
-    sections = analyze(run, [_artifact("a1", "exp_a"), _artifact("b1", "exp_b")], map_in_workers)
+    arts = [_artifact("a1", "exp_a"), _artifact("b1", "exp_b"), _artifact("a2", "exp_a")]
+    sections = analyze(run, arts, map_in_workers)
     assert [s.files for s in sections] == [[f"tables/{n}.csv", f"tables/{n}.md", f"figures/{n}.png"]
-                                          for n in ("a1", "b1")]
+                                          for n in ("a1", "b1", "a2")]
     assert all((run / f).is_file() for s in sections for f in s.files)
     assert (run / "figures" / "b1.png").read_text() == "b1"
 
