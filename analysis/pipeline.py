@@ -110,17 +110,15 @@ def check_run_folder(run_dir: Path, artifacts: list[Artifact]) -> None:
 #: ``map_all(fn, items)``: ``[fn(item) for item in items]``, in that order (the runners pass one that runs them in
 #: worker processes: ``runners.engine.map_in_workers``)
 MapAll = Callable[[Callable, list], list]
-#: one artifact built: its table, its report section (files not yet set) and the figure files it drew
-Built = tuple
 
 
 def map_here(fn: Callable, items: list) -> list:
     return [fn(item) for item in items]
 
 
-def build(run_dir: Path, experiment: str, arts: list[Artifact], stage: Path) -> list[Built]:
-    """One experiment's artifacts from its records: each table, its figures (drawn into ``stage``, a folder no
-    reader looks at) and its report section."""
+def build(run_dir: Path, experiment: str, arts: list[Artifact], stage: Path) -> list[tuple]:
+    """One experiment's artifacts from its records: per artifact its table, its report section (files not yet
+    set) and the figure files it drew into ``stage`` (a folder no reader looks at)."""
     records = load_records(run_dir, experiment)
     built = []
     for art in arts:
@@ -152,13 +150,13 @@ def analyze(run_dir: Path, artifacts: list[Artifact], map_all: MapAll = map_here
     stage = Path(tempfile.mkdtemp(prefix=".analysis-", dir=run_dir))
     try:
         built = map_all(lambda exp: build(run_dir, exp, groups[exp], stage), list(groups))
-        of = {id(art): one for arts, done in zip(groups.values(), built) for art, one in zip(arts, done)}
+        of = {exp: iter(done) for exp, done in zip(groups, built)}
         tables, figures = run_dir / "tables", run_dir / "figures"
         tables.mkdir(exist_ok=True)
         figures.mkdir(exist_ok=True)
         sections = []
-        for art in (a for a in artifacts if id(a) in of):  # the report keeps the artifacts' order
-            table, section, drawn = of[id(art)]
+        for art in (a for a in artifacts if a.experiment in of):  # the report keeps the artifacts' order
+            table, section, drawn = next(of[art.experiment])
             table.to_csv(tables / f"{art.name}.csv.tmp", index=False)
             (tables / f"{art.name}.csv.tmp").replace(tables / f"{art.name}.csv")
             _atomic_text(tables / f"{art.name}.md", markdown_table(table))

@@ -63,7 +63,7 @@ def _artifact(name: str, experiment: str, fail: bool = False) -> Artifact:
 
 @pytest.mark.planted("analysis.pipeline:analyze", "shutil.rmtree(stage, ignore_errors=True)", "pass")
 @pytest.mark.planted("analysis.pipeline:analyze", "Path(path).replace(figures / Path(path).name)", "pass")
-@pytest.mark.planted("analysis.pipeline:analyze", "(a for a in artifacts if id(a) in of)",
+@pytest.mark.planted("analysis.pipeline:analyze", "(a for a in artifacts if a.experiment in of)",
                      "(a for arts in groups.values() for a in arts)")
 def test_figures_are_published_with_their_tables_and_nothing_when_one_experiment_fails(tmp_path):
     """Every experiment's tables and figures land in ``tables/`` and ``figures/``, and the report lists them in the
