@@ -414,8 +414,8 @@ def run(request: Request) -> Path:
     from analysis.pipeline import analyze
 
     run_dir, is_default = _folder(request)
+    usable_out(run_dir)  # before the experiments' checks, which may build a framework's environment
     cells = plan(request)
-    usable_out(run_dir)
     manifest = identity(request)
     check_identity(run_dir, manifest)  # refuse a changed run before creating anything
     if run_dir.is_dir():
@@ -430,6 +430,8 @@ def run(request: Request) -> Path:
         options = request.options
         options.run_dir = run_dir.resolve()  # experiments may run subprocesses in other folders
         shutil.rmtree(run_dir / "scratch", ignore_errors=True)  # temporary databases of a killed run
+        for name in request.experiments:
+            EXPERIMENTS[name].prepare(options)
         if not resumed:
             tmp = run_dir / "run.json.tmp"
             tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True))

@@ -216,6 +216,11 @@ class Experiment:
     def check(self, options: Options) -> None:
         """Raise DriftlabError for bad options before anything is written."""
 
+    def prepare(self, options: Options) -> None:
+        """Called by a run that holds its folder, before its first cell: remove what a killed run left on the machine
+        (mounts, hosts, clusters whose owner is gone).  Never in :meth:`check`, which a refused request runs too: a
+        request refused in one line leaves the machine as it found it (another run's leftovers included)."""
+
 
 #: the cell parameters that name the mechanism a cell runs (families name it differently; a scaling cell times
 #: several mechanisms, named as a list)

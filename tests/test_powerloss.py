@@ -266,13 +266,19 @@ def test_sqlite_through_the_lazy_fs_agrees_with_its_documentation(tmp_path, jour
 
 
 # ---------------------------------------------------------------------------------------------- clean-up, cells
-@pytest.mark.planted("runners.resume.powerloss:ResumePowerloss.check", "for left in lazyfs.leftovers():",
+@pytest.mark.planted("runners.resume.powerloss:ResumePowerloss.prepare", "for left in lazyfs.leftovers():",
                      "for left in []:")
+@pytest.mark.planted("runners.resume.powerloss:ResumePowerloss.check",
+                     'if self.skipped(options, self.missing(), "a FUSE file system"):',
+                     'if self.prepare(options) or self.skipped(options, self.missing(), "a FUSE file system"):')
 def test_a_killed_servers_mount_is_removed_by_the_next_run(tmp_path, capsys):
-    """A lazy file system whose server was SIGKILLed stays mounted (a dead endpoint); the next run's check removes
-    it and names it in one line.
+    """A lazy file system whose server was SIGKILLed stays mounted (a dead endpoint); a request refused in one line
+    leaves it; the next run, before its first cell, removes it and names it in one line.
 
-    Planted bug caught: leftovers never looked for (a killed run's mount would outlive every later run)."""
+    Planted bugs caught: leftovers never looked for (a killed run's mount would outlive every later run); leftovers
+    removed in the experiment's check, which a refused request runs too (a mistyped command would remove what
+    another run left, and what a test running beside it left on purpose: a CI run saw that)."""
+    from runners.cli import main
     from runners.experiment import Options
     from runners.resume.powerloss import ResumePowerloss
 
@@ -281,7 +287,10 @@ def test_a_killed_servers_mount_is_removed_by_the_next_run(tmp_path, capsys):
     m.proc.wait()
     try:
         assert str(m.point) in lazyfs.leftovers()
-        ResumePowerloss().check(Options())
+        assert main(["reproduce", "--only", "resume_powerloss", "--mechanisms", "langgraph", "--repetitions",
+                     "1000000000000", "--out", str(tmp_path / "refused"), "--quiet"]) == 2
+        assert str(m.point) in lazyfs.leftovers(), "a refused request removed a killed run's mount"
+        ResumePowerloss().prepare(Options())
         assert str(m.point) not in lazyfs.leftovers()
         assert f"removed a lazy file system a killed run left mounted at {m.point}" in capsys.readouterr().out
     finally:  # the test's own mount never outlives it (a planted variant leaves it mounted)

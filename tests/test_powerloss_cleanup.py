@@ -3,8 +3,8 @@
 
 The lab's worker dies with the lab (a Ctrl-C ends the workers; a SIGKILL of the main process kills them through
 their parent-death signal); the lazy file system's server watches the worker that mounted it and, once it is gone,
-unmounts, removes the cell's scratch folder and exits.  Were the server killed too, the next run's check unmounts
-what is left and removes the cell's folder, naming both in one line.
+unmounts, removes the cell's scratch folder and exits.  Were the server killed too, the next run, before its first
+cell, unmounts what is left and removes the cell's folder, naming both in one line.
 
 Needs FUSE; skipped, saying why, where it is missing, unless ``DRIFTLAB_REQUIRE_FUSE=1`` (CI).
 """
@@ -24,9 +24,9 @@ from runners.experiment import Options
 from runners.resume import lazyfs
 from runners.resume.powerloss import ResumePowerloss
 
-#: one xdist worker for every test that mounts the lazy file system: a run's check removes, machine-wide, any
-#: mount whose server is gone (lazyfs.leftovers), so this module's tests, which leave one on purpose, must never
-#: run beside another that starts a run
+#: one xdist worker for every test that mounts the lazy file system: a run removes, before its first cell,
+#: machine-wide, any mount whose server is gone (lazyfs.leftovers), so this module's tests, which leave one on
+#: purpose, must never run beside another that starts a run (a refused request removes nothing)
 pytestmark = pytest.mark.xdist_group("powerloss")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,15 +109,15 @@ def _left(out: Path) -> tuple[list, list, list]:
         'STRICT.get(fault, "")) as fs:')),  # the cell's folder not handed to the server: left behind
     pytest.param("sigkill", marks=pytest.mark.planted(*WATCH)),
     pytest.param("sigkill-server-too", marks=pytest.mark.planted(
-        "runners.resume.powerloss:ResumePowerloss.check", 'lazyfs.clean_up(left, str(cell) if ours else "")',
+        "runners.resume.powerloss:ResumePowerloss.prepare", 'lazyfs.clean_up(left, str(cell) if ours else "")',
         'lazyfs.clean_up(left, "")')),  # the next run unmounts the leftover but keeps the killed cell's folder
 ])
 def test_a_stopped_lab_leaves_no_mount_server_or_scratch_folder(fuse, tmp_path, capsys, how):
     """The lab (``--only resume_powerloss --profile quick --mechanisms langgraph``) stopped while a cell's lazy file
     system is mounted: by a Ctrl-C (SIGINT to its process group, as a terminal sends it), by a SIGKILL of its main
     process alone (its workers and the server must notice), or by a SIGKILL of the main process and the server
-    (nothing of the run can clean up: the next run's check must, naming the mount and the cell's folder in one
-    line).  Within a bounded wait no mount, server or cell scratch folder of the run is left.
+    (nothing of the run can clean up: the next run must, before its first cell, naming the mount and the cell's
+    folder in one line).  Within a bounded wait no mount, server or cell scratch folder of the run is left.
 
     Bug class: a lazy file system, its FUSE server or a cell's scratch folder outliving an interrupted or killed lab
     (a mount the user must find and fusermount3 -u, a server that runs until reboot, folders piling up)."""
@@ -149,14 +149,14 @@ def test_a_stopped_lab_leaves_no_mount_server_or_scratch_folder(fuse, tmp_path, 
             assert _wait_for(lambda: not _servers(out), 15), "a SIGKILLed server still alive"
             assert _mounts(out) == [point], _mounts(out)
             capsys.readouterr()
-        ResumePowerloss().check(Options(mechanisms=("langgraph",)))  # the next run
+        ResumePowerloss().prepare(Options(mechanisms=("langgraph",)))  # the next run, before its first cell
         said = [ln for ln in capsys.readouterr().out.splitlines() if str(out) in ln]
         if how == "sigkill-server-too":
             assert said == [f"resume: removed a lazy file system a killed run left mounted at {point}, and its cell's "
                             f"scratch folder {cell}"], said
         else:
             assert said == [], said  # nothing was left for it
-        assert _left(out) == ([], [], []), f"left after the next run's check (mounts, servers, cells): {_left(out)}"
+        assert _left(out) == ([], [], []), f"left after the next run's clean-up (mounts, servers, cells): {_left(out)}"
     finally:  # whatever a failing (or planted) run left: the test's own processes and mounts never outlive it
         try:
             os.killpg(lab.pid, signal.SIGKILL)

@@ -614,7 +614,7 @@ def clean_up(point: str, scratch: str = "") -> None:
 def watch_parent(parent: int, point: str, scratch: str, every_s: float = 0.1) -> None:
     """In the server: never outlive the process that mounted us.  Once ``parent`` is gone (the lab's worker killed
     by a Ctrl-C of the lab or a SIGKILL), unmount, remove the caller's ``scratch`` folder, and exit.  (Were this
-    server itself SIGKILLed, its mount would stay: the next run's check removes it, naming it.)"""
+    server itself SIGKILLed, its mount would stay: the next run removes it before its first cell, naming it.)"""
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(every_s)

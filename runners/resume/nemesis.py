@@ -631,14 +631,18 @@ class ResumeNemesis(Experiment):
     def check(self, options: Options) -> None:
         if self.skipped(options, requirements(), "network namespaces and a private PostgreSQL"):
             return
-        _say_swept()
-        atexit.register(_say_swept)  # workers SIGKILLed by Ctrl-C leave theirs: removed when this process exits
         for rt in SUBJECTS:  # imported once here, before the workers fork, rather than once per worker (0.6 s each)
             resolve(rt, "resume")
         for rt in options.mechanisms_for("resume") or ():
             claim(rt)
             if nemesis_envs.unpausable(rt):
                 raise DriftlabError(f"resume_nemesis: {nemesis_envs.unpausable(rt)}")
+
+    def prepare(self, options: Options) -> None:
+        if requirements():
+            return
+        _say_swept()
+        atexit.register(_say_swept)  # workers SIGKILLed by Ctrl-C leave theirs: removed when this process exits
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         if requirements():

@@ -123,9 +123,11 @@ class ResumeHosts(Experiment):
     profile_repetitions = RACES
 
     def check(self, options: Options) -> None:
-        if self.skipped(options, requirements(), "network namespaces and a private PostgreSQL"):
-            return
-        _say_swept()
+        self.skipped(options, requirements(), "network namespaces and a private PostgreSQL")
+
+    def prepare(self, options: Options) -> None:
+        if not requirements():
+            _say_swept()
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         if requirements():

@@ -469,12 +469,6 @@ class ResumePowerloss(Experiment):
     def check(self, options: Options) -> None:
         if self.skipped(options, self.missing(), "a FUSE file system"):
             return
-        for left in lazyfs.leftovers():  # a server killed with its run (its own watch never ran): its mount, and
-            cell = Path(left).parent  # the cell's scratch folder holding it, go, named in one line
-            ours = cell.name.startswith("powerloss-") and cell.parent.name == "scratch"
-            lazyfs.clean_up(left, str(cell) if ours else "")
-            print(f"resume: removed a lazy file system a killed run left mounted at {left}"
-                  + (f", and its cell's scratch folder {cell}" if ours and not cell.exists() else ""), flush=True)
         from mechanisms.resume.frameworks import declared
         from runners.resume import envs
 
@@ -483,6 +477,16 @@ class ResumePowerloss(Experiment):
         for rt in options.mechanisms_for("resume") or FRAMEWORK_ROWS:
             if rt in declared():
                 envs.ensure_row(declared()[rt])
+
+    def prepare(self, options: Options) -> None:
+        if self.missing():
+            return
+        for left in lazyfs.leftovers():  # a server killed with its run (its own watch never ran): its mount, and
+            cell = Path(left).parent  # the cell's scratch folder holding it, go, named in one line
+            ours = cell.name.startswith("powerloss-") and cell.parent.name == "scratch"
+            lazyfs.clean_up(left, str(cell) if ours else "")
+            print(f"resume: removed a lazy file system a killed run left mounted at {left}"
+                  + (f", and its cell's scratch folder {cell}" if ours and not cell.exists() else ""), flush=True)
 
     def cells(self, profile: str, seed: int, options: Options) -> list[Cell]:
         if self.missing():
