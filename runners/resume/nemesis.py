@@ -33,7 +33,7 @@ A failure of the lab (a namespace, the cluster, the proxy, a resumer that
 neither answers nor is blocked by the fault) is a ``DriftlabError``: never a
 result.  Clean-up: each cell removes its hosts, proxy and cluster in
 ``finally``; a run killed by SIGKILL (or Ctrl-C, whose workers are SIGKILLed)
-leaves them to the next run's :meth:`ResumeNemesis.check` (and this run's exit),
+leaves them to the next run's :meth:`ResumeNemesis.prepare` (and this run's exit),
 which removes what belongs to processes that are gone and names it in one line.
 """
 from __future__ import annotations
